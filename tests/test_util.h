@@ -1,0 +1,45 @@
+// Helpers shared by the tests: temporary directories, file I/O, running the built binary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/core/tensor.h"
+
+namespace tfdata::testing {
+
+// A fresh directory under $TMPDIR, removed (recursively) by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  // path() + "/" + name
+  std::string Join(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void WriteFile(const std::string& path, const std::string& contents);
+std::string ReadFile(const std::string& path);
+
+struct CommandResult {
+  int exit_code = -1;  // -1 if killed by a signal
+  std::string out;     // stdout
+  std::string err;     // stderr
+};
+// Runs `args` (args[0] is the program) with no stdin, capturing stdout and stderr.
+CommandResult RunCommand(const std::vector<std::string>& args);
+// Runs the built tfdata binary with these arguments.
+CommandResult RunTfdata(const std::vector<std::string>& args);
+
+// A path under the source tree, e.g. SourcePath("examples/range.pbtxt").
+std::string SourcePath(const std::string& relative);
+
+// int64 scalars of each element's first component.
+std::vector<int64_t> Int64Scalars(const std::vector<Element>& elements);
+
+}  // namespace tfdata::testing
