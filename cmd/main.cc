@@ -1,1 +1,24 @@
-int main() { return 0; }
+// The tfdata binary: one subcommand per file in cmd/.
+#include "CLI/CLI.hpp"
+#include "cmd/common.h"
+#include "cmd/subcommands.h"
+
+int main(int argc, char** argv) {
+  using namespace tfdata::cmd;
+  CLI::App app{"tfdata: a standalone input-data service for machine learning (tf.data service, without TensorFlow)"};
+  app.footer(
+      "Exit codes: 0 success; 1 the pipeline failed while running (bad data, corrupt file, I/O error);\n"
+      "2 bad command line; 3 the pipeline file cannot be read, parsed or validated; 130 interrupted.");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tfdata 0.1.0");
+  std::function<int()> action;
+  AddRunCommand(app, &action);
+  AddBenchCommand(app, &action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  return action ? action() : kExitUsage;
+}

@@ -1,5 +1,7 @@
 #include "lib/core/tensor.h"
 
+#include "lib/core/dtype_dispatch.h"
+
 #include <cstdlib>
 #include <new>
 
@@ -102,19 +104,20 @@ std::string ShapeString(const Shape& shape) { return absl::StrCat("[", absl::Str
 
 // ---- Tensor -------------------------------------------------------------------------------
 
-Tensor::Tensor() : shape_{0} {}
-
 Tensor Tensor::Zeros(DType dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   const int64_t n = NumElements(t.shape_);
   if (dtype == DType::kString) {
+    t.nbytes_ = 0;
     t.strings_ = std::make_shared<std::vector<std::string>>(static_cast<size_t>(n));
   } else {
     t.nbytes_ = static_cast<size_t>(n) * DTypeSize(dtype);
-    t.buffer_ = Buffer::Allocate(t.nbytes_);
-    if (t.nbytes_ > 0) std::memset(t.buffer_->mutable_data(), 0, t.nbytes_);
+    if (t.nbytes_ > kInlineBytes) {
+      t.buffer_ = Buffer::Allocate(t.nbytes_);
+      std::memset(t.buffer_->mutable_data(), 0, t.nbytes_);
+    }
   }
   return t;
 }
@@ -145,15 +148,22 @@ absl::StatusOr<Tensor> Tensor::FromBuffer(DType dtype, Shape shape, std::shared_
 Tensor Tensor::Strings(Shape shape, std::vector<std::string> values) {
   Tensor t;
   t.dtype_ = DType::kString;
+  t.nbytes_ = 0;
   t.shape_ = std::move(shape);
   values.resize(static_cast<size_t>(NumElements(t.shape_)));
   t.strings_ = std::make_shared<std::vector<std::string>>(std::move(values));
   return t;
 }
 
-const uint8_t* Tensor::raw() const { return buffer_ ? buffer_->data() + offset_ : nullptr; }
+const uint8_t* Tensor::raw() const {
+  if (buffer_) return buffer_->data() + offset_;
+  return dtype_ == DType::kString ? nullptr : inline_;
+}
 
-uint8_t* Tensor::mutable_raw() { return buffer_ ? buffer_->mutable_data() + offset_ : nullptr; }
+uint8_t* Tensor::mutable_raw() {
+  if (buffer_) return buffer_->mutable_data() + offset_;
+  return dtype_ == DType::kString ? nullptr : inline_;
+}
 
 const std::vector<std::string>& Tensor::strings() const {
   static const std::vector<std::string> kEmpty;
@@ -170,25 +180,6 @@ size_t Tensor::ByteSize() const {
   size_t n = 0;
   for (const auto& s : strings()) n += s.size();
   return n;
-}
-
-template <typename Fn>
-static auto VisitNumeric(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kBool: return fn(bool{});
-    case DType::kInt8: return fn(int8_t{});
-    case DType::kInt16: return fn(int16_t{});
-    case DType::kInt32: return fn(int32_t{});
-    case DType::kInt64: return fn(int64_t{});
-    case DType::kUInt8: return fn(uint8_t{});
-    case DType::kUInt16: return fn(uint16_t{});
-    case DType::kUInt32: return fn(uint32_t{});
-    case DType::kUInt64: return fn(uint64_t{});
-    case DType::kFloat32: return fn(float{});
-    case DType::kFloat64: return fn(double{});
-    case DType::kString: break;
-  }
-  return fn(int64_t{});
 }
 
 double Tensor::GetAsDouble(int64_t i) const {
@@ -223,6 +214,11 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t index) const {
     return Strings(sub, std::vector<std::string>(s.begin() + index * n, s.begin() + (index + 1) * n));
   }
   const size_t bytes = static_cast<size_t>(n) * DTypeSize(dtype_);
+  if (!buffer_) {
+    Tensor t = Zeros(dtype_, std::move(sub));
+    if (bytes > 0) std::memcpy(t.mutable_raw(), raw() + static_cast<size_t>(index) * bytes, bytes);
+    return t;
+  }
   return FromBuffer(dtype_, std::move(sub), buffer_, offset_ + static_cast<size_t>(index) * bytes, bytes);
 }
 

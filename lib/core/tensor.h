@@ -98,8 +98,8 @@ std::string ShapeString(const Shape& shape);
 
 class Tensor {
  public:
-  // An empty int64 tensor of shape [0].
-  Tensor();
+  // The int64 scalar 0 (no allocation).
+  Tensor() = default;
 
   // A zero-initialized numeric tensor, or a tensor of empty strings.
   static Tensor Zeros(DType dtype, Shape shape);
@@ -156,8 +156,10 @@ class Tensor {
   const std::vector<std::string>& strings() const;
   std::vector<std::string>& mutable_strings();
 
-  // The underlying buffer (numeric tensors) and the offset of this tensor's bytes in it.
+  // The underlying buffer (numeric tensors) and the offset of this tensor's bytes in it. Null for
+  // small tensors (<= kInlineBytes), whose values live inside the Tensor object itself.
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  static constexpr size_t kInlineBytes = 16;
   size_t buffer_offset() const { return offset_; }
 
   // Total payload bytes: numeric bytes, or the sum of string lengths.
@@ -185,9 +187,12 @@ class Tensor {
  private:
   DType dtype_ = DType::kInt64;
   Shape shape_;
-  std::shared_ptr<Buffer> buffer_;  // numeric
+  std::shared_ptr<Buffer> buffer_;  // numeric, unless inline
   size_t offset_ = 0;
-  size_t nbytes_ = 0;
+  size_t nbytes_ = 8;
+  // Scalars and tiny tensors avoid a heap allocation: a pipeline of scalars (range) is then
+  // allocation-free per element.
+  alignas(8) uint8_t inline_[kInlineBytes] = {};
   std::shared_ptr<std::vector<std::string>> strings_;  // string
 };
 
