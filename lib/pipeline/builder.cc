@@ -15,7 +15,9 @@ const TextFormat::ParseInfoTree* Nested(const TextFormat::ParseInfoTree* tree, c
                                         const char* field, int index) {
   if (!tree) return nullptr;
   const auto* fd = msg.GetDescriptor()->FindFieldByName(field);
-  return fd ? tree->GetTreeForNested(fd, index) : nullptr;
+  if (!fd) return nullptr;
+  // ParseInfoTree indexes repeated fields only; singular fields use -1.
+  return tree->GetTreeForNested(fd, fd->is_repeated() ? index : -1);
 }
 
 std::string FunctionKindName(const pipeline::Function& fn) {
