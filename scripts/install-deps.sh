@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what tfdata needs to build and test, from Debian 12's packages. Needs root (or sudo).
+# Does nothing when everything is already installed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libcli11-dev libfmt-dev libspdlog-dev catch2
+  zlib1g-dev libsnappy-dev libjpeg62-turbo-dev libxxhash-dev
+  python3
+)
+# The optional checks (clang -Wthread-safety build, sanitizers, libFuzzer) also need clang.
+if [[ "${TFDATA_WITH_CLANG:-0}" == 1 ]]; then
+  PACKAGES+=(clang libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "installing: ${missing[*]}" >&2
+SUDO=""
+if [[ $(id -u) != 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
