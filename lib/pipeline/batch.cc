@@ -62,6 +62,18 @@ class BatchDataset : public Dataset {
               buffers[c] = Buffer::Allocate(static_cast<size_t>(batch_) * e_[c].nbytes());
             }
           }
+          // Fused fast path: a single numeric component whose producer can fill the batch in bulk.
+          if (bulk_ && e_.size() == 1 && !e_[0].is_string() && e_[0].rank() == 0 && batch_ > 1) {
+            const size_t size = e_[0].nbytes();
+            std::memcpy(buffers[0]->mutable_data(), e_[0].raw(), size);
+            TFD_ASSIGN_OR_RETURN(int64_t n, input_->NextBulk(batch_ - 1, buffers[0]->mutable_data() + size));
+            if (n >= 0) {
+              count = 1 + n;
+              if (count < batch_) done_ = true;
+              break;
+            }
+            bulk_ = false;
+          }
         } else if (e_.size() != first.size()) {
           return absl::InvalidArgumentError(fmt::format("batch: element {} has {} components, the batch started with {}",
                                                         count, e_.size(), first.size()));
@@ -101,6 +113,7 @@ class BatchDataset : public Dataset {
     int64_t batch_;
     bool drop_;
     bool done_ = false;
+    bool bulk_ = true;  // until the input says it has no bulk path
     Element e_;  // reused between calls so sources can reuse its storage
   };
   DatasetPtr input_;

@@ -29,6 +29,12 @@ class Iterator {
   // Writes the next element to *out and returns true, or returns false at the end of the
   // sequence (after which Next keeps returning false). An error ends the pass.
   virtual absl::StatusOr<bool> Next(Element* out) = 0;
+
+  // Optional fast path for batch (a fused range -> batch): writes the payloads of up to `max`
+  // next elements, each a single numeric tensor of the type Next() has been producing, back to
+  // back into `dst`. Returns how many were written (fewer than max only at the end of the
+  // sequence), or -1 when this iterator has no such path (the default).
+  virtual absl::StatusOr<int64_t> NextBulk(int64_t max, uint8_t* dst) { return -1; }
 };
 
 // Per-pass context handed down the chain of MakeIterator calls.

@@ -1,5 +1,6 @@
 // Source ops that need no files: range, from_tensor_slices, zip, concatenate, and the input
 // element of an interleave body.
+#include <algorithm>
 #include <limits>
 
 #include "absl/status/status.h"
@@ -35,6 +36,14 @@ class RangeDataset : public Dataset {
       next_ += step_;
       --remaining_;
       return true;
+    }
+    absl::StatusOr<int64_t> NextBulk(int64_t max, uint8_t* dst) override {
+      const int64_t n = std::min(max, remaining_);
+      auto* out = reinterpret_cast<int64_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) out[i] = next_ + i * step_;
+      next_ += n * step_;
+      remaining_ -= n;
+      return n;
     }
 
    private:
