@@ -98,7 +98,7 @@ std::string FormatImpactTable(const ImpactReport& r) {
     out += fmt::format("{:<44} {:>14}\n", "model consumption rate", HumanCount(*r.model_rate));
     out += "\n";
     out += fmt::format("input-bound:              {}\n", r.input_bound ? "yes" : "no");
-    out += fmt::format("training rate now:       {} elements/s\n", HumanCount(r.training_rate_now));
+    out += fmt::format("training rate now:        {} elements/s\n", HumanCount(r.training_rate_now));
     out += fmt::format("with the service:         {} elements/s\n", HumanCount(r.training_rate_service));
     out += fmt::format("possible speedup:         {:.2f}x\n", r.speedup);
     out += fmt::format("workers needed:           {}\n", r.workers_needed);
