@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The slower checks: clang -Wthread-safety build, and the tests under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TFDATA_WITH_CLANG=1 scripts/install-deps.sh
+CC=clang CXX=clang++ cmake -S . -B build-tsa -G Ninja -DTFDATA_THREAD_SAFETY=ON -DTFDATA_BUILD_TESTS=OFF >/dev/null
+cmake --build build-tsa -j "$(nproc)"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFDATA_SANITIZE="address;undefined" >/dev/null
+cmake --build build-asan -j "$(nproc)"
+cd build-asan
+ctest --output-on-failure -j "$(nproc)" --timeout 600
