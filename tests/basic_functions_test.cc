@@ -76,3 +76,30 @@ TEST_CASE("spin and sleep take at least their time and keep the element", "[func
   }
   CHECK_THAT(BuildError("op { range { stop: 1 } } op { map { fn { sleep { micros: -1 } } } }"), Catch::Contains("micros"));
 }
+
+TEST_CASE("integer DIV floors so that DIV and MOD agree", "[functions]") {
+  auto e = One(R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [1, 4] int_values: [-7, -1, 5, 9] } } }
+                  op { map { fn { arith { op: DIV value: 3 } } } })");
+  CHECK(e[0] == Tensor::Vector<int64_t>({-3, -1, 1, 3}));
+}
+
+TEST_CASE("arith rejects values the dtype cannot hold", "[functions]") {
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { arith { op: MUL value: 1.5 } } } }"),
+             Catch::Contains("not a valid int64"));
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { cast { dtype: UINT8 } } fn { arith { op: ADD value: -1 } } } }"),
+             Catch::Contains("not a valid uint8"));
+  CHECK(BuildError("op { range { stop: 3 } } op { map { fn { cast { dtype: FLOAT32 } } fn { arith { op: MUL value: 1.5 } } } }").empty());
+}
+
+TEST_CASE("cast from float saturates and maps NaN to 0", "[functions]") {
+  auto e = One(R"(op { from_tensor_slices { tensor { dtype: FLOAT64 shape: [1, 3] float_values: [1e10, -1e10, nan] } } }
+                  op { map { fn { cast { dtype: INT32 } } } })");
+  CHECK(e[0] == Tensor::Vector<int32_t>({2147483647, -2147483648, 0}));
+}
+
+TEST_CASE("inline tensors reject integers out of their dtype's range", "[functions]") {
+  CHECK_THAT(BuildError("op { from_tensor_slices { tensor { dtype: INT8 int_values: [300] } } }"),
+             Catch::Contains("does not fit in int8"));
+  CHECK_THAT(BuildError("op { from_tensor_slices { tensor { dtype: UINT16 int_values: [-1] } } }"),
+             Catch::Contains("does not fit in uint16"));
+}

@@ -293,7 +293,8 @@ TEST_CASE("cache to a file writes once and is read by later runs", "[ops]") {
 TEST_CASE("prefetch yields the same elements", "[ops]") {
   CHECK(Ints("op { range { stop: 100 } } op { prefetch { buffer_size: 4 } }") == Ints("op { range { stop: 100 } }"));
   CHECK(Ints("op { range { stop: 3 } } op { prefetch { buffer_size: -1 } }").size() == 3);
-  CHECK_THAT(BuildError("op { range { stop: 3 } } op { prefetch { buffer_size: 0 } }"), Catch::Contains("buffer_size"));
+  CHECK(Ints("op { range { stop: 3 } } op { prefetch { } }").size() == 3);  // 0: the default
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { prefetch { buffer_size: -2 } }"), Catch::Contains("buffer_size"));
   // Abandoning a prefetching iterator of an infinite pipeline must not hang.
   auto ds = BuildText("op { range { stop: 3 } } op { repeat { } } op { prefetch { buffer_size: 2 } }");
   REQUIRE(ds.ok());

@@ -2,6 +2,7 @@
 
 #include "lib/core/dtype_dispatch.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <new>
 
@@ -264,8 +265,12 @@ static std::string ValueString(const Tensor& t, int64_t i) {
   if (t.is_string()) return EscapeBytes(t.strings()[static_cast<size_t>(i)]);
   switch (t.dtype()) {
     case DType::kBool: return t.data<bool>()[i] ? "True" : "False";
-    case DType::kFloat32: return fmt::format("{}", t.data<float>()[i]);
-    case DType::kFloat64: return fmt::format("{}", t.data<double>()[i]);
+    case DType::kFloat32:
+    case DType::kFloat64: {
+      const double v = t.GetAsDouble(i);
+      if (std::isnan(v)) return "nan";  // not "-nan": the sign of a NaN means nothing to a reader
+      return t.dtype() == DType::kFloat32 ? fmt::format("{}", t.data<float>()[i]) : fmt::format("{}", v);
+    }
     case DType::kUInt64: return fmt::format("{}", t.data<uint64_t>()[i]);
     default: return fmt::format("{}", t.GetAsInt64(i));
   }

@@ -1,5 +1,6 @@
 // Small built-in functions: cast, arith, compare, select, spin and sleep.
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <thread>
 
@@ -31,6 +32,18 @@ absl::Status NumericTensor(std::string_view fn, int component, const Element& e)
   return absl::OkStatus();
 }
 
+// Float -> integer conversion is undefined in C++ for NaN and out-of-range values: saturate
+// instead (NaN -> 0), so a cast never has undefined behaviour.
+template <typename T, typename F>
+T Convert(F x) {
+  if constexpr (std::is_floating_point_v<F> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (std::isnan(x)) return 0;
+    if (x <= static_cast<F>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    if (x >= static_cast<F>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(x);
+}
+
 class CastFn : public Function {
  public:
   CastFn(int component, DType to) : component_(component), to_(to) {}
@@ -53,7 +66,7 @@ class CastFn : public Function {
       VisitNumeric(to_, [&](auto to) {
         using T = decltype(to);
         T* dst = out.mutable_data<T>();
-        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i]);
+        for (int64_t i = 0; i < n; ++i) dst[i] = Convert<T>(src[i]);
         return 0;
       });
       return 0;
@@ -76,34 +89,43 @@ class ArithFn : public Function {
     if (!in.unknown && in.components[static_cast<size_t>(component_)].dtype == DType::kBool) {
       return absl::InvalidArgumentError("arith: bool components have no arithmetic; cast them first");
     }
-    if (!in.unknown && IsInteger(in.components[static_cast<size_t>(component_)].dtype) &&
-        (op_ == pipeline::DIV || op_ == pipeline::MOD) && static_cast<int64_t>(value_) == 0) {
-      return absl::InvalidArgumentError("arith: integer division by zero");
-    }
+    if (!in.unknown) TFD_RETURN_IF_ERROR(CheckValue(in.components[static_cast<size_t>(component_)].dtype));
     return in;
   }
+  // The value must be exactly representable in the component's dtype: silently turning
+  // `MUL 1.5` on int64 into `MUL 1` would be a wrong result, not an error.
+  absl::Status CheckValue(DType dtype) const {
+    if (!IsInteger(dtype)) return absl::OkStatus();
+    const bool representable = VisitNumeric(dtype, [&](auto zero) {
+      using T = decltype(zero);
+      return value_ == std::floor(value_) && value_ >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+             value_ <= static_cast<double>(std::numeric_limits<T>::max());
+    });
+    if (!representable) {
+      return absl::InvalidArgumentError(
+          fmt::format("arith: value {} is not a valid {} (cast the component to a float type first)", value_, DTypeName(dtype)));
+    }
+    if ((op_ == pipeline::DIV || op_ == pipeline::MOD) && value_ == 0) {
+      return absl::InvalidArgumentError("arith: integer division by zero");
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<Element> Apply(Element e, const FunctionContext&) const override {
     TFD_RETURN_IF_ERROR(NumericTensor(name(), component_, e));
     Tensor& t = e[static_cast<size_t>(component_)];
     if (t.dtype() == DType::kBool) return absl::InvalidArgumentError("arith: bool components have no arithmetic");
+    TFD_RETURN_IF_ERROR(CheckValue(t.dtype()));
     Tensor out = Tensor::Zeros(t.dtype(), t.shape());
-    absl::Status status;
     VisitNumeric(t.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T v = static_cast<T>(value_);
       const T* src = t.data<T>();
       T* dst = out.mutable_data<T>();
       const int64_t n = t.num_elements();
-      if constexpr (std::is_integral_v<T>) {
-        if ((op_ == pipeline::DIV || op_ == pipeline::MOD) && v == 0) {
-          status = absl::InvalidArgumentError("arith: integer division by zero");
-          return 0;
-        }
-      }
       for (int64_t i = 0; i < n; ++i) dst[i] = Op<T>(src[i], v);
       return 0;
     });
-    TFD_RETURN_IF_ERROR(status);
     t = std::move(out);
     return e;
   }
@@ -115,7 +137,15 @@ class ArithFn : public Function {
       case pipeline::ADD: return static_cast<T>(x + v);
       case pipeline::SUB: return static_cast<T>(x - v);
       case pipeline::MUL: return static_cast<T>(x * v);
-      case pipeline::DIV: return static_cast<T>(x / v);
+      case pipeline::DIV:
+        if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+          // Floor division, consistent with MOD below (x == (x DIV v) * v + x MOD v), as tf.math.floordiv.
+          T q = static_cast<T>(x / v);
+          if ((x % v != 0) && ((x < 0) != (v < 0))) q = static_cast<T>(q - 1);
+          return q;
+        } else {
+          return static_cast<T>(x / v);
+        }
       case pipeline::MOD:
         if constexpr (std::is_integral_v<T>) {
           // Python/TF floor-mod: the result has the divisor's sign.

@@ -18,7 +18,8 @@ class ShuffleDataset : public Dataset {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
     const uint64_t pass = NextIterationNumber();
     // Each pass (epoch) gets its own, reproducible, order unless reshuffling is off.
-    const uint64_t seed = reshuffle_ ? seed_ ^ (0x9e3779b97f4a7c15ULL * (pass + 1)) : seed_;
+    // The first pass uses the seed itself, so reshuffle on/off agree on the first epoch.
+    const uint64_t seed = reshuffle_ ? seed_ ^ (0x9e3779b97f4a7c15ULL * pass) : seed_;
     return std::make_unique<It>(std::move(input), buffer_, seed);
   }
 

@@ -89,9 +89,9 @@ class PrefetchDataset : public Dataset {
 }  // namespace
 
 absl::StatusOr<DatasetPtr> MakePrefetchDataset(DatasetPtr input, int64_t buffer_size) {
-  if (buffer_size == -1) buffer_size = 16;
+  if (buffer_size == -1 || buffer_size == 0) buffer_size = 16;
   if (buffer_size <= 0) {
-    return absl::InvalidArgumentError(fmt::format("buffer_size must be positive or -1 (default), got {}", buffer_size));
+    return absl::InvalidArgumentError(fmt::format("buffer_size must be positive, or 0/-1 for the default, got {}", buffer_size));
   }
   return std::make_shared<PrefetchDataset>(std::move(input), static_cast<size_t>(buffer_size));
 }

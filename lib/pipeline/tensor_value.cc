@@ -9,10 +9,19 @@ namespace tfdata {
 namespace {
 
 template <typename T, typename Src>
-Tensor Fill(Shape shape, const Src& values) {
+absl::StatusOr<Tensor> Fill(Shape shape, const Src& values) {
   Tensor t = Tensor::Zeros(DTypeOf<T>::value, std::move(shape));
   T* out = t.template mutable_data<T>();
-  for (int i = 0; i < values.size(); ++i) out[i] = static_cast<T>(values.Get(i));
+  for (int i = 0; i < values.size(); ++i) {
+    const auto v = values.Get(i);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // Reject values the dtype cannot hold instead of wrapping (300 as int8 is a typo, not 44).
+      if ((std::is_unsigned_v<T> && v < 0) || static_cast<decltype(v)>(static_cast<T>(v)) != v) {
+        return absl::InvalidArgumentError(fmt::format("tensor: value {} does not fit in {}", v, DTypeName(DTypeOf<T>::value)));
+      }
+    }
+    out[i] = static_cast<T>(v);
+  }
   return t;
 }
 
