@@ -103,3 +103,14 @@ TEST_CASE("inline tensors reject integers out of their dtype's range", "[functio
   CHECK_THAT(BuildError("op { from_tensor_slices { tensor { dtype: UINT16 int_values: [-1] } } }"),
              Catch::Contains("does not fit in uint16"));
 }
+
+TEST_CASE("integer arith wraps instead of overflowing", "[functions]") {
+  auto e = One(R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [1, 2] int_values: [9223372036854775807, -9223372036854775808] } } }
+                  op { map { fn { arith { op: ADD value: 1 } } } })");
+  CHECK(e[0] == Tensor::Vector<int64_t>({INT64_MIN, INT64_MIN + 1}));
+  auto d = One(R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [1, 1] int_values: [-9223372036854775808] } } }
+                  op { map { fn { arith { op: DIV value: -1 } } } })");
+  CHECK(d[0] == Tensor::Vector<int64_t>({INT64_MIN}));
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { arith { op: ADD value: 9223372036854775807 } } } }"),
+             Catch::Contains("not a valid int64"));
+}

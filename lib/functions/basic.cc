@@ -98,8 +98,9 @@ class ArithFn : public Function {
     if (!IsInteger(dtype)) return absl::OkStatus();
     const bool representable = VisitNumeric(dtype, [&](auto zero) {
       using T = decltype(zero);
+      // max() + 1 is a power of two, exact as a double; max() itself may round up to it.
       return value_ == std::floor(value_) && value_ >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-             value_ <= static_cast<double>(std::numeric_limits<T>::max());
+             value_ < static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
     });
     if (!representable) {
       return absl::InvalidArgumentError(
@@ -133,6 +134,22 @@ class ArithFn : public Function {
  private:
   template <typename T>
   T Op(T x, T v) const {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // Signed overflow is undefined in C++: compute in the unsigned type, which wraps.
+      using U = std::make_unsigned_t<T>;
+      switch (op_) {
+        case pipeline::ADD: return static_cast<T>(static_cast<U>(x) + static_cast<U>(v));
+        case pipeline::SUB: return static_cast<T>(static_cast<U>(x) - static_cast<U>(v));
+        case pipeline::MUL: return static_cast<T>(static_cast<U>(x) * static_cast<U>(v));
+        case pipeline::DIV:
+        case pipeline::MOD:
+          if (std::is_signed_v<T> && v == static_cast<T>(-1)) {  // lowest() / -1 overflows
+            return op_ == pipeline::MOD ? T{0} : static_cast<T>(U{0} - static_cast<U>(x));
+          }
+          break;
+        default: break;
+      }
+    }
     switch (op_) {
       case pipeline::ADD: return static_cast<T>(x + v);
       case pipeline::SUB: return static_cast<T>(x - v);

@@ -38,8 +38,9 @@ class ShuffleDataset : public Dataset {
         buffer_.push_back(std::move(e));
       }
       if (buffer_.empty()) return false;
-      std::uniform_int_distribution<size_t> pick(0, buffer_.size() - 1);
-      const size_t i = pick(rng_);
+      // Multiply-shift instead of std::uniform_int_distribution, whose output differs between
+      // standard libraries: a seeded order must be the same on every machine.
+      const size_t i = static_cast<size_t>((static_cast<unsigned __int128>(rng_()) * buffer_.size()) >> 64);
       std::swap(buffer_[i], buffer_.back());
       *out = std::move(buffer_.back());
       buffer_.pop_back();

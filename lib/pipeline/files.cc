@@ -27,7 +27,11 @@ class ListFilesDataset : public Dataset {
     if (shuffle_) {
       // A new order per pass (epoch), reproducible for a given seed.
       std::mt19937_64 rng(seed_ + 0x9e3779b97f4a7c15ULL * NextIterationNumber());
-      std::shuffle(order.begin(), order.end(), rng);
+      // Fisher-Yates with multiply-shift: std::shuffle's order differs between standard libraries.
+      for (size_t i = order.size(); i > 1; --i) {
+        const size_t j = static_cast<size_t>((static_cast<unsigned __int128>(rng()) * i) >> 64);
+        std::swap(order[i - 1], order[j]);
+      }
     }
     return std::make_unique<It>(std::move(order));
   }
