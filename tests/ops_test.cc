@@ -372,3 +372,15 @@ TEST_CASE("cardinality is known where it can be", "[ops]") {
   auto took = BuildText("op { range { stop: 10 } } op { repeat { } } op { take { count: 7 } }");
   CHECK((*took)->Cardinality() == 7);
 }
+
+TEST_CASE("the fused range -> batch path gives the generic path's batches", "[ops]") {
+  // `arith ADD 0` hides the range from batch, forcing the element-by-element path.
+  for (const std::string range : {"start: 3 stop: 2050 step: 1", "start: 100 stop: -3000 step: -7", "stop: 1024"}) {
+    for (const std::string batch : {"batch_size: 1024", "batch_size: 1000 drop_remainder: true", "batch_size: 1"}) {
+      auto fused = Elements("op { range { " + range + " } } op { batch { " + batch + " } }");
+      auto generic = Elements("op { range { " + range + " } } op { map { fn { arith { op: ADD value: 0 } } } } op { batch { " + batch + " } }");
+      REQUIRE(fused.size() == generic.size());
+      for (size_t i = 0; i < fused.size(); ++i) CHECK(fused[i][0] == generic[i][0]);
+    }
+  }
+}
