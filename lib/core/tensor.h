@@ -126,9 +126,8 @@ class Tensor {
     if constexpr (std::is_same_v<T, bool>) {
       bool* out = t.mutable_data<bool>();
       for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.num_elements()); ++i) out[i] = values[i];
-    } else {
-      std::memcpy(t.mutable_raw(), values.data(),
-                  std::min(values.size() * sizeof(T), t.nbytes()));
+    } else if (!values.empty()) {  // memcpy from the null data() of an empty vector is UB
+      std::memcpy(t.mutable_raw(), values.data(), std::min(values.size() * sizeof(T), t.nbytes()));
     }
     return t;
   }
