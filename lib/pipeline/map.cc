@@ -1,4 +1,5 @@
 // map (sequential and parallel) and filter.
+#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -61,7 +62,8 @@ class SequentialMapIt : public Iterator {
   uint64_t index_ = 0;
 };
 
-// Runs the functions on `parallel` threads, at most 2 * parallel elements ahead of the consumer.
+// Runs the functions on `parallel` threads, at most max(4 * parallel, 16) elements ahead of the
+// consumer.
 // Deterministic mode hands out results in input order; otherwise in completion order.
 class ParallelMapIt : public Iterator {
  public:
@@ -73,13 +75,13 @@ class ParallelMapIt : public Iterator {
         parallel_(parallel),
         deterministic_(deterministic),
         iteration_(iteration),
-        capacity_(static_cast<uint64_t>(2 * parallel)) {}
+        capacity_(static_cast<uint64_t>(std::max(4 * parallel, 16))) {}
 
   ~ParallelMapIt() override {
     {
       absl::MutexLock l(&mu_);
       cancelled_ = true;
-      cv_.SignalAll();
+      worker_cv_.SignalAll();
     }
     for (auto& t : threads_) t.join();
   }
@@ -97,7 +99,9 @@ class ParallelMapIt : public Iterator {
         absl::StatusOr<Element> r = std::move(it->second);
         results_.erase(it);
         ++delivered_;
-        cv_.SignalAll();
+        // Wake waiting workers once half the window is free, so they claim chunks rather than
+        // single elements.
+        if (workers_waiting_ > 0 && claimed_ - delivered_ <= capacity_ / 2) worker_cv_.SignalAll();
         if (!r.ok()) {
           failed_ = true;
           return r.status();
@@ -105,43 +109,69 @@ class ParallelMapIt : public Iterator {
         *out = std::move(r).value();
         return true;
       }
-      cv_.Wait(&mu_);
+      consumer_waiting_ = true;
+      consumer_cv_.Wait(&mu_);
+      consumer_waiting_ = false;
     }
   }
 
  private:
+  // Each worker claims a chunk of the free window, pulls that many inputs under one lock, applies
+  // the functions and publishes the chunk under one lock. Per-element hand-offs between threads
+  // (a wake-up each) would cost more than cheap functions themselves.
   void Work() {
+    std::vector<Element> inputs;
+    std::vector<absl::StatusOr<Element>> outputs;
     while (true) {
+      uint64_t want;
       {
         absl::MutexLock l(&mu_);
-        while (!cancelled_ && !input_done_ && claimed_ - delivered_ >= capacity_) cv_.Wait(&mu_);
+        while (!cancelled_ && !input_done_ && claimed_ - delivered_ >= capacity_) {
+          ++workers_waiting_;
+          worker_cv_.Wait(&mu_);
+          --workers_waiting_;
+        }
         if (cancelled_ || input_done_) return;
-        ++claimed_;
+        const uint64_t free = capacity_ - (claimed_ - delivered_);
+        want = std::max<uint64_t>(1, free / static_cast<uint64_t>(parallel_));
+        claimed_ += want;
       }
-      Element in;
-      uint64_t seq;
-      absl::StatusOr<bool> more;
+      inputs.clear();
+      uint64_t first_seq;
+      absl::Status error;
+      bool ended = false;
       {
         absl::MutexLock l(&input_mu_);
-        seq = next_seq_++;
-        more = input_exhausted_ ? absl::StatusOr<bool>(false) : input_->Next(&in);
-        if (!more.ok() || !*more) input_exhausted_ = true;
-      }
-      if (!more.ok() || !*more) {
-        absl::MutexLock l(&mu_);
-        input_done_ = true;
-        if (!more.ok()) {
-          results_.emplace(seq, more.status());
-          seq += 1;
+        first_seq = next_seq_;
+        while (inputs.size() < want && !input_exhausted_) {
+          Element in;
+          absl::StatusOr<bool> more = input_->Next(&in);
+          if (!more.ok() || !*more) {
+            input_exhausted_ = true;
+            error = more.status();
+            break;
+          }
+          inputs.push_back(std::move(in));
         }
-        if (end_seq_ < 0 || static_cast<int64_t>(seq) < end_seq_) end_seq_ = static_cast<int64_t>(seq);
-        cv_.SignalAll();
-        return;
+        ended = input_exhausted_;
+        // An error occupies a sequence number of its own, after the elements before it.
+        next_seq_ = first_seq + inputs.size() + (error.ok() ? 0 : 1);
       }
-      absl::StatusOr<Element> r = ApplyAll(*fns_, std::move(in), FunctionContext{seq, iteration_});
+      outputs.clear();
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        outputs.push_back(ApplyAll(*fns_, std::move(inputs[i]), FunctionContext{first_seq + i, iteration_}));
+      }
       absl::MutexLock l(&mu_);
-      results_.emplace(seq, std::move(r));
-      cv_.SignalAll();
+      for (size_t i = 0; i < outputs.size(); ++i) results_.emplace(first_seq + i, std::move(outputs[i]));
+      if (ended) {
+        uint64_t end = first_seq + outputs.size();
+        if (!error.ok()) results_.emplace(end++, error);
+        input_done_ = true;
+        if (end_seq_ < 0 || static_cast<int64_t>(end) < end_seq_) end_seq_ = static_cast<int64_t>(end);
+        worker_cv_.SignalAll();
+      }
+      if (consumer_waiting_ && (ended || !deterministic_ || results_.count(delivered_) > 0)) consumer_cv_.Signal();
+      if (ended) return;
     }
   }
 
@@ -158,7 +188,10 @@ class ParallelMapIt : public Iterator {
   const uint64_t capacity_;
 
   absl::Mutex mu_;
-  absl::CondVar cv_;
+  absl::CondVar consumer_cv_;  // the consumer waits for a result
+  absl::CondVar worker_cv_;    // workers wait for a free slot
+  bool consumer_waiting_ ABSL_GUARDED_BY(mu_) = false;
+  int workers_waiting_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, absl::StatusOr<Element>> results_ ABSL_GUARDED_BY(mu_);
   uint64_t claimed_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t delivered_ ABSL_GUARDED_BY(mu_) = 0;
