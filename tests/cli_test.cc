@@ -81,3 +81,17 @@ TEST_CASE("tfdata bench reports both rates and the impact estimate", "[cli]") {
   CHECK(empty.exit_code == 1);
   CHECK_THAT(empty.err, Catch::Contains("no elements"));
 }
+
+TEST_CASE("tfdata run: a pipeline with a user plugin, and a missing plugin", "[cli]") {
+  TempDir dir;
+  WriteFile(dir.Join("p.pbtxt"), std::string("op { range { stop: 3 } } op { map { fn { plugin { library: \"") +
+                                      TFDATA_EXAMPLE_PLUGIN + "\" function: \"scale\" config: \"10\" } } } }");
+  auto ok = RunTfdata({"run", dir.Join("p.pbtxt"), "-q"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out == "0\n10\n20\n");
+  WriteFile(dir.Join("missing.pbtxt"),
+            "op { range { stop: 3 } } op { map { fn { plugin { library: \"" + dir.Join("nope.so") + "\" function: \"scale\" } } } }");
+  auto missing = RunTfdata({"run", dir.Join("missing.pbtxt")});
+  CHECK(missing.exit_code == 3);
+  CHECK_THAT(missing.err, Catch::Contains("nope.so"));
+}

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "lib/io/tfrecord.h"
 #include "lib/pipeline/ops.h"
 #include "tests/pipeline_util.h"
 #include "tests/test_util.h"
@@ -383,4 +384,27 @@ TEST_CASE("the fused range -> batch path gives the generic path's batches", "[op
       for (size_t i = 0; i < fused.size(); ++i) CHECK(fused[i][0] == generic[i][0]);
     }
   }
+}
+
+TEST_CASE("tfrecord reads NONE, GZIP and ZLIB files as a source and from upstream names", "[ops]") {
+  TempDir dir;
+  const std::pair<const char*, Compression> kinds[] = {
+      {"NONE", Compression::kNone}, {"GZIP", Compression::kGzip}, {"ZLIB", Compression::kZlib}};
+  for (const auto& [name, c] : kinds) {
+    const std::string path = dir.Join(std::string("r-") + name + ".tfrecord");
+    auto w = TFRecordWriter::Open(path, c);
+    REQUIRE(w.ok());
+    for (const char* rec : {"alpha", "", "gamma"}) REQUIRE((*w)->Write(rec).ok());
+    REQUIRE((*w)->Close().ok());
+    auto es = Elements("op { tfrecord { file: \"" + path + "\" compression: " + name + " } }");
+    REQUIRE(es.size() == 3);
+    CHECK(es[0][0].strings()[0] == "alpha");
+    CHECK(es[1][0].strings()[0].empty());
+    auto up = Elements("op { list_files { pattern: \"" + path + "\" } } op { tfrecord { compression: " + name + " } }");
+    CHECK(up.size() == 3);
+  }
+  // Reading a gzip file as uncompressed fails with an error naming the file.
+  auto wrong = RunText("op { tfrecord { file: \"" + dir.Join("r-GZIP.tfrecord") + "\" } }");
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("r-GZIP.tfrecord"));
 }
