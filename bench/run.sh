@@ -10,7 +10,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo
 echo "| pipeline | elements/s | bytes/s |"
 echo "|---|---:|---:|"
-for p in range range_batch tfrecord_parse_p1 tfrecord_parse_p2 jpeg_resize_p1 jpeg_resize_p2; do
+for p in range range_batch range_map_batch tfrecord_parse_p1 tfrecord_parse_p2 jpeg_resize_p1 jpeg_resize_p2; do
   json=$(./build/tfdata bench "bench/pipelines/$p.pbtxt" --duration "$secs" --warmup 1 --json)
   python3 - "$p" "$json" <<'PY'
 import json, sys
