@@ -28,7 +28,6 @@ int Bench(const BenchFlags& f) {
   auto replay = BuildDataset(WithReplayFirstElement(loaded->pipeline), BuildOptions{}, loaded->source());
   if (!replay.ok()) return Fail(replay.status(), kExitBadPipeline);
 
-  InstallSignalHandlers();
   if (!f.json) fmt::print(stderr, "measuring the pipeline for {} s (after {} s warm-up)...\n", f.duration, f.warmup);
   auto p = MeasureThroughput(**dataset, f.warmup, f.duration, StopFlag());
   if (!p.ok()) return Fail(p.status(), kExitRuntimeError);

@@ -5,6 +5,8 @@
 
 int main(int argc, char** argv) {
   using namespace tfdata::cmd;
+  // First thing: a SIGINT/SIGTERM from now on stops the subcommand cleanly instead of killing it.
+  InstallSignalHandlers();
   CLI::App app{"tfdata: a standalone input-data service for machine learning (tf.data service, without TensorFlow)"};
   app.footer(
       "Exit codes: 0 success; 1 the pipeline failed while running (bad data, corrupt file, I/O error);\n"

@@ -31,7 +31,6 @@ int Run(const RunFlags& f) {
   auto it = (*dataset)->MakeIterator(IteratorContext{});
   if (!it.ok()) return Fail(it.status(), kExitRuntimeError);
 
-  InstallSignalHandlers();
   // Progress only when a person watches stderr and the elements do not go to the same terminal.
   const bool progress = !f.quiet && isatty(STDERR_FILENO) && (!f.output.empty() || !isatty(STDOUT_FILENO));
   RunStats stats(progress);

@@ -1,4 +1,9 @@
 // The tfdata binary: run and bench, output formats, errors and exit codes.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "lib/io/tfrecord.h"
@@ -94,4 +99,29 @@ TEST_CASE("tfdata run: a pipeline with a user plugin, and a missing plugin", "[c
   auto missing = RunTfdata({"run", dir.Join("missing.pbtxt")});
   CHECK(missing.exit_code == 3);
   CHECK_THAT(missing.err, Catch::Contains("nope.so"));
+}
+
+TEST_CASE("tfdata run stops on SIGINT with exit code 130 and its summary", "[cli]") {
+  TempDir dir;
+  WriteFile(dir.Join("forever.pbtxt"), "op { range { stop: 1 } } op { repeat { } }");
+  const std::string err_path = dir.Join("stderr");
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(devnull, 1);
+    dup2(err, 2);
+    execl(TFDATA_BINARY, TFDATA_BINARY, "run", dir.Join("forever.pbtxt").c_str(), "--format", "null", nullptr);
+    _exit(127);
+  }
+  // Let it start producing, then interrupt. (The handler is installed first thing in main, so an
+  // early signal would still give a clean stop.)
+  usleep(300 * 1000);
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK_THAT(ReadFile(err_path), Catch::Contains("(interrupted)"));
 }
