@@ -21,11 +21,11 @@ int Bench(const BenchFlags& f) {
   if (f.duration <= 0) return Fail("--duration must be positive", kExitUsage);
   if (f.warmup < 0) return Fail("--warmup must be >= 0", kExitUsage);
   if (f.model_rate < 0 || f.step_time_ms < 0) return Fail("--model-rate and --step-time must be positive", kExitUsage);
-  auto loaded = LoadPipelineForCli(f.pipeline);
+  auto loaded = LoadPipelineFile(f.pipeline);
   if (!loaded.ok()) return Fail(loaded.status(), kExitBadPipeline);
-  auto dataset = BuildDataset(loaded->pipeline, BuildOptions{}, loaded->source());
+  auto dataset = BuildDataset(loaded->pipeline, LocalBuildOptions(), loaded->source());
   if (!dataset.ok()) return Fail(dataset.status(), kExitBadPipeline);
-  auto replay = BuildDataset(WithReplayFirstElement(loaded->pipeline), BuildOptions{}, loaded->source());
+  auto replay = BuildDataset(WithReplayFirstElement(loaded->pipeline), LocalBuildOptions(), loaded->source());
   if (!replay.ok()) return Fail(replay.status(), kExitBadPipeline);
 
   if (!f.json) fmt::print(stderr, "measuring the pipeline for {} s (after {} s warm-up)...\n", f.duration, f.warmup);

@@ -28,6 +28,10 @@ void InstallSignalHandlers() {
 bool StopRequested() { return g_stop.load(std::memory_order_relaxed); }
 const std::atomic<bool>* StopFlag() { return &g_stop; }
 
-absl::StatusOr<LoadedPipeline> LoadPipelineForCli(const std::string& path) { return LoadPipelineFile(path); }
+BuildOptions LocalBuildOptions() {
+  BuildOptions options;
+  options.functions.allow_plugins = true;
+  return options;
+}
 
 }  // namespace tfdata::cmd

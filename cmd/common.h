@@ -28,8 +28,8 @@ void InstallSignalHandlers();
 bool StopRequested();
 const std::atomic<bool>* StopFlag();
 
-// Loads and validates a pipeline file for a subcommand (plugins allowed: the user runs their own
-// pipeline in their own process).
-absl::StatusOr<LoadedPipeline> LoadPipelineForCli(const std::string& path);
+// How subcommands that run a pipeline in this process build it: plugins are allowed, since the
+// user runs their own pipeline in their own process.
+BuildOptions LocalBuildOptions();
 
 }  // namespace tfdata::cmd

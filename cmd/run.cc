@@ -22,9 +22,9 @@ struct RunFlags {
 int Run(const RunFlags& f) {
   auto format = ParseOutputFormat(f.format);
   if (!format.ok()) return Fail(format.status(), kExitUsage);
-  auto loaded = LoadPipelineForCli(f.pipeline);
+  auto loaded = LoadPipelineFile(f.pipeline);
   if (!loaded.ok()) return Fail(loaded.status(), kExitBadPipeline);
-  auto dataset = BuildDataset(loaded->pipeline, BuildOptions{}, loaded->source());
+  auto dataset = BuildDataset(loaded->pipeline, LocalBuildOptions(), loaded->source());
   if (!dataset.ok()) return Fail(dataset.status(), kExitBadPipeline);
   auto writer = MakeElementWriter(*format, f.output);
   if (!writer.ok()) return Fail(writer.status(), kExitUsage);
