@@ -35,3 +35,131 @@ BuildOptions LocalBuildOptions() {
 }
 
 }  // namespace tfdata::cmd
+
+#include <unistd.h>
+
+#include <thread>
+
+#include "lib/output/element_writer.h"
+#include "lib/output/run_stats.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::cmd {
+
+absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& text, const std::string& flag, bool allow_never) {
+  if (allow_never && (text == "-1" || text == "never")) return absl::InfiniteDuration();
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d <= absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(fmt::format("{}: \"{}\" is not a duration (expected e.g. 500ms, 10s, 5m{})", flag,
+                                                  text, allow_never ? ", or -1 for never" : ""));
+  }
+  return d;
+}
+
+void AddLogLevelFlag(CLI::App* sub, std::string* level) {
+  sub->add_option("--log-level", *level, "Log level: trace, debug, info, warn, error, off")->capture_default_str();
+}
+
+absl::Status ApplyLogLevel(const std::string& level) {
+  const auto l = spdlog::level::from_str(level);
+  if (l == spdlog::level::off && level != "off") {
+    return absl::InvalidArgumentError(
+        fmt::format("--log-level: \"{}\" is not a level (trace, debug, info, warn, error, off)", level));
+  }
+  spdlog::set_level(l);
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  // Logs go to stderr: stdout carries the elements.
+  spdlog::set_default_logger(spdlog::default_logger()->clone("tfdata"));
+  return absl::OkStatus();
+}
+
+void AddOutputFlags(CLI::App* sub, OutputFlags* flags) {
+  sub->add_option("--take", flags->take, "Stop after N elements (default: all)");
+  sub->add_option("--format", flags->format, "Output: text (one element per line), jsonl, tfrecord, null (count only)")
+      ->capture_default_str();
+  sub->add_option("--output,-o", flags->output, "Write elements to PATH instead of stdout (required for tfrecord)");
+  sub->add_flag("--quiet,-q", flags->quiet, "No progress line and no summary on stderr");
+}
+
+int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, const OutputFlags& f,
+                  const std::function<std::string()>& summary_suffix) {
+  auto format = ParseOutputFormat(f.format);
+  if (!format.ok()) return Fail(format.status(), kExitUsage);
+  auto writer = MakeElementWriter(*format, f.output);
+  if (!writer.ok()) return Fail(writer.status(), kExitUsage);
+  // Progress only when a person watches stderr and the elements do not go to the same terminal.
+  const bool progress = !f.quiet && isatty(STDERR_FILENO) && (!f.output.empty() || !isatty(STDOUT_FILENO));
+  RunStats stats(progress);
+  Element e;
+  int code = kExitOk;
+  while (f.take < 0 || stats.elements() < f.take) {
+    if (StopRequested()) {
+      code = kExitInterrupted;
+      break;
+    }
+    auto more = next(&e);
+    if (!more.ok()) {
+      code = Fail(more.status(), kExitRuntimeError);
+      break;
+    }
+    if (!*more) break;
+    if (auto st = (*writer)->Write(e); !st.ok()) {
+      code = Fail(st, kExitRuntimeError);
+      break;
+    }
+    stats.Add(e);
+  }
+  if (auto st = (*writer)->Close(); !st.ok() && code == kExitOk) code = Fail(st, kExitRuntimeError);
+  if (!f.quiet) {
+    fmt::print(stderr, "{}{}{}\n", stats.Finish(), summary_suffix ? summary_suffix() : "",
+               code == kExitInterrupted ? " (interrupted)" : "");
+  }
+  return code;
+}
+
+void WaitForStopSignal() {
+  while (!StopRequested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+}  // namespace tfdata::cmd
+
+#include <cstdio>
+#include <fstream>
+
+namespace tfdata::cmd {
+
+absl::Status WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return absl::OkStatus();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out.flush()) return absl::UnavailableError(fmt::format("--port-file: cannot write {}", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(fmt::format("--port-file: cannot write {}", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const std::string& dataset_id,
+                                                 service::DispatcherClient& dispatcher) {
+  auto loaded = LoadPipelineFile(path);
+  if (!loaded.ok()) return loaded.status();
+  // Validate here, where errors can point into the file, before any worker sees the pipeline.
+  if (auto ds = BuildDataset(loaded->pipeline, LocalBuildOptions(), loaded->source()); !ds.ok()) return ds.status();
+  service::RegisterDatasetRequest req;
+  *req.mutable_pipeline() = loaded->pipeline;
+  req.set_dataset_id(dataset_id);
+  service::RegisterDatasetResponse resp;
+  if (auto st = dispatcher.RegisterDataset(req, &resp); !st.ok()) return st;
+  return resp.dataset_id();
+}
+
+absl::StatusOr<service::ProcessingMode> ParseModeFlag(const std::string& name) {
+  if (name == "parallel_epochs" || name == "off") return service::PARALLEL_EPOCHS;
+  return absl::InvalidArgumentError(
+      fmt::format("--mode: unknown processing mode \"{}\" (available: parallel_epochs, alias off)", name));
+}
+
+}  // namespace tfdata::cmd

@@ -33,3 +33,59 @@ const std::atomic<bool>* StopFlag();
 BuildOptions LocalBuildOptions();
 
 }  // namespace tfdata::cmd
+
+#include <functional>
+
+#include "CLI/CLI.hpp"
+#include "absl/time/time.h"
+#include "lib/core/tensor.h"
+
+namespace tfdata::cmd {
+
+// "500ms", "10s", "5m", "1h"; with `allow_never`, "-1" (and "never") mean forever
+// (absl::InfiniteDuration()). Errors name the flag.
+absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& text, const std::string& flag,
+                                                 bool allow_never = false);
+
+// --log-level for the subcommands that log (servers, readers): trace, debug, info, warn, error, off.
+void AddLogLevelFlag(CLI::App* sub, std::string* level);
+absl::Status ApplyLogLevel(const std::string& level);
+
+// Where and how the elements of a run or a read are written.
+struct OutputFlags {
+  int64_t take = -1;
+  std::string format = "text";
+  std::string output;
+  bool quiet = false;
+};
+void AddOutputFlags(CLI::App* sub, OutputFlags* flags);
+
+// Writes the elements `next` yields (see Iterator::Next) as `flags` say, with the progress line
+// and the closing summary (followed by `summary_suffix`), until the end, --take, an error or
+// SIGINT/SIGTERM. Returns the exit code.
+int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, const OutputFlags& flags,
+                  const std::function<std::string()>& summary_suffix = {});
+
+// Blocks until SIGINT/SIGTERM.
+void WaitForStopSignal();
+
+}  // namespace tfdata::cmd
+
+#include "lib/service/dispatcher_client.h"
+
+namespace tfdata::cmd {
+
+// Writes `port` and a newline to `path` (nothing when path is empty), atomically (temp + rename)
+// so a script polling for the file never reads half of it.
+absl::Status WritePortFile(const std::string& path, int port);
+
+// Loads and validates a pipeline file (as `tfdata run` would build it), then registers it.
+// Returns the dataset id. Errors: the file's (NotFound / InvalidArgument with location), or the
+// dispatcher's.
+absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const std::string& dataset_id,
+                                                 service::DispatcherClient& dispatcher);
+
+// "parallel_epochs" -> PARALLEL_EPOCHS; InvalidArgument naming --mode otherwise.
+absl::StatusOr<service::ProcessingMode> ParseModeFlag(const std::string& name);
+
+}  // namespace tfdata::cmd

@@ -16,6 +16,11 @@ int main(int argc, char** argv) {
   std::function<int()> action;
   AddRunCommand(app, &action);
   AddBenchCommand(app, &action);
+  AddLocalCommand(app, &action);
+  AddDispatcherCommand(app, &action);
+  AddWorkerCommand(app, &action);
+  AddRegisterCommand(app, &action);
+  AddReadCommand(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

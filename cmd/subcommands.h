@@ -10,5 +10,10 @@ namespace tfdata::cmd {
 
 void AddRunCommand(CLI::App& app, std::function<int()>* action);
 void AddBenchCommand(CLI::App& app, std::function<int()>* action);
+void AddDispatcherCommand(CLI::App& app, std::function<int()>* action);
+void AddWorkerCommand(CLI::App& app, std::function<int()>* action);
+void AddRegisterCommand(CLI::App& app, std::function<int()>* action);
+void AddReadCommand(CLI::App& app, std::function<int()>* action);
+void AddLocalCommand(CLI::App& app, std::function<int()>* action);
 
 }  // namespace tfdata::cmd

@@ -1,0 +1,61 @@
+// `tfdata dispatcher`: run the service's coordinator until SIGINT/SIGTERM.
+#include <fstream>
+
+#include "cmd/common.h"
+#include "cmd/subcommands.h"
+#include "fmt/format.h"
+#include "lib/service/server.h"
+
+namespace tfdata::cmd {
+namespace {
+
+struct DispatcherFlags {
+  std::string host = "0.0.0.0";
+  int port = 5050;
+  std::string port_file;
+  std::string worker_timeout = "10m";
+  std::string client_timeout = "5m";
+  std::string job_gc_timeout = "5m";
+  std::string log_level = "info";
+};
+
+int RunDispatcher(const DispatcherFlags& f) {
+  if (auto st = ApplyLogLevel(f.log_level); !st.ok()) return Fail(st, kExitUsage);
+  service::DispatcherConfig config;
+  auto wt = ParseDurationFlag(f.worker_timeout, "--worker-timeout");
+  auto ct = ParseDurationFlag(f.client_timeout, "--client-timeout");
+  auto gt = ParseDurationFlag(f.job_gc_timeout, "--job-gc-timeout", /*allow_never=*/true);
+  for (const auto* d : {&wt, &ct, &gt}) {
+    if (!d->ok()) return Fail(d->status(), kExitUsage);
+  }
+  config.worker_timeout = *wt;
+  config.client_timeout = *ct;
+  config.job_gc_timeout = *gt;
+  if (f.port < 0 || f.port > 65535) return Fail("--port: must be 0..65535", kExitUsage);
+  service::DispatcherServer server(config);
+  if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
+  if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
+  fmt::print("dispatcher listening on grpc://{}:{}\n", f.host, server.port());
+  std::fflush(stdout);
+  WaitForStopSignal();
+  server.Stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
+  auto f = std::make_shared<DispatcherFlags>();
+  CLI::App* sub = app.add_subcommand("dispatcher", "Run the dispatcher (the coordinator) until SIGINT/SIGTERM");
+  sub->add_option("--host", f->host, "Interface to listen on")->capture_default_str();
+  sub->add_option("--port", f->port, "Port to listen on (0: any free port)")->capture_default_str();
+  sub->add_option("--port-file", f->port_file, "Write the bound port to PATH once listening");
+  sub->add_option("--worker-timeout", f->worker_timeout, "A worker silent this long is lost")->capture_default_str();
+  sub->add_option("--client-timeout", f->client_timeout, "A reader silent this long is released")->capture_default_str();
+  sub->add_option("--job-gc-timeout", f->job_gc_timeout, "A job without readers this long is removed (-1: never)")
+      ->capture_default_str();
+  AddLogLevelFlag(sub, &f->log_level);
+  sub->callback([f, action] { *action = [f] { return RunDispatcher(*f); }; });
+}
+
+}  // namespace tfdata::cmd

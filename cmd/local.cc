@@ -1,0 +1,83 @@
+// `tfdata local PIPELINE`: a dispatcher, N workers and a reader in this process (the demo).
+#include "cmd/common.h"
+#include "cmd/subcommands.h"
+#include "fmt/format.h"
+#include "lib/output/element_writer.h"
+#include "lib/service/grpc_dispatcher.h"
+#include "lib/service/reader.h"
+#include "lib/service/server.h"
+
+namespace tfdata::cmd {
+namespace {
+
+struct LocalFlags {
+  std::string pipeline;
+  int workers = 1;
+  std::string mode = "parallel_epochs";
+  std::string transfer = "local";
+  OutputFlags output;
+  std::string log_level = "warn";
+};
+
+int RunLocal(const LocalFlags& f) {
+  if (auto st = ApplyLogLevel(f.log_level); !st.ok()) return Fail(st, kExitUsage);
+  auto mode = ParseModeFlag(f.mode);
+  if (!mode.ok()) return Fail(mode.status(), kExitUsage);
+  if (f.workers < 1) return Fail("--workers must be at least 1", kExitUsage);
+  if (f.transfer != "local" && f.transfer != "grpc") return Fail("--transfer: expected local or grpc", kExitUsage);
+  if (auto format = ParseOutputFormat(f.output.format); !format.ok()) return Fail(format.status(), kExitUsage);
+
+  service::DispatcherServer dispatcher(service::DispatcherConfig{});
+  if (auto st = dispatcher.Start("127.0.0.1", 0); !st.ok()) return Fail(st, kExitRuntimeError);
+  const std::string address = fmt::format("127.0.0.1:{}", dispatcher.port());
+  service::GrpcDispatcherClient client(address);
+  auto id = RegisterPipelineFile(f.pipeline, "", client);
+  if (!id.ok()) {
+    return Fail(id.status(),
+                absl::IsInvalidArgument(id.status()) || absl::IsNotFound(id.status()) ? kExitBadPipeline : kExitRuntimeError);
+  }
+  std::vector<std::unique_ptr<service::WorkerServer>> workers;
+  for (int i = 0; i < f.workers; ++i) {
+    service::WorkerServerOptions options;
+    options.dispatcher_address = address;
+    options.host = "127.0.0.1";
+    options.worker_address = "127.0.0.1:%port%";
+    options.config.heartbeat_interval = absl::Milliseconds(100);
+    options.config.build_options = LocalBuildOptions();  // the user's own pipeline, in the user's process
+    workers.push_back(std::make_unique<service::WorkerServer>(options));
+    if (auto st = workers.back()->Start(); !st.ok()) return Fail(st, kExitRuntimeError);
+  }
+  // Every worker registers before the job starts, so each one gets a task from the beginning.
+  for (int i = 0; i < 500 && dispatcher.dispatcher().NumWorkers() < workers.size(); ++i) {
+    if (StopRequested()) return kExitInterrupted;
+    for (auto& w : workers) (void)w->worker()->Heartbeat();
+  }
+  service::ReaderOptions options;
+  options.dataset_id = *id;
+  options.mode = *mode;
+  options.protocol = f.transfer;
+  auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(address));
+  if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
+  const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output,
+                                 [&] { return fmt::format(" from {} worker(s)", f.workers); });
+  (*reader)->Close();
+  return code;
+}
+
+}  // namespace
+
+void AddLocalCommand(CLI::App& app, std::function<int()>* action) {
+  auto f = std::make_shared<LocalFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "local", "Run a dispatcher, N workers and a reader in this process on free loopback ports (the demo)");
+  sub->add_option("PIPELINE", f->pipeline, "Pipeline file")->required();
+  sub->add_option("--workers", f->workers, "Number of workers")->capture_default_str();
+  sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs")->capture_default_str();
+  sub->add_option("--transfer", f->transfer, "Data plane between workers and reader: local (in-process) or grpc")
+      ->capture_default_str();
+  AddOutputFlags(sub, &f->output);
+  AddLogLevelFlag(sub, &f->log_level);
+  sub->callback([f, action] { *action = [f] { return RunLocal(*f); }; });
+}
+
+}  // namespace tfdata::cmd

@@ -1,0 +1,40 @@
+// `tfdata register PIPELINE --dispatcher ADDR`: register a pipeline, print its dataset id.
+#include "cmd/common.h"
+#include "cmd/subcommands.h"
+#include "fmt/format.h"
+#include "lib/service/grpc_dispatcher.h"
+#include "lib/service/grpc_util.h"
+
+namespace tfdata::cmd {
+namespace {
+
+struct RegisterFlags {
+  std::string pipeline;
+  std::string dispatcher;
+  std::string dataset_id;
+};
+
+int RunRegister(const RegisterFlags& f) {
+  auto dispatcher = service::ParseAddress(f.dispatcher, "--dispatcher");
+  if (!dispatcher.ok()) return Fail(dispatcher.status(), kExitUsage);
+  service::GrpcDispatcherClient client(*dispatcher);
+  auto id = RegisterPipelineFile(f.pipeline, f.dataset_id, client);
+  if (!id.ok()) return Fail(id.status(), absl::IsInvalidArgument(id.status()) || absl::IsNotFound(id.status())
+                                             ? kExitBadPipeline
+                                             : kExitRuntimeError);
+  fmt::print("{}\n", *id);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRegisterCommand(CLI::App& app, std::function<int()>* action) {
+  auto f = std::make_shared<RegisterFlags>();
+  CLI::App* sub = app.add_subcommand("register", "Register a pipeline with the dispatcher and print its dataset id");
+  sub->add_option("PIPELINE", f->pipeline, "Pipeline file")->required();
+  sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
+  sub->add_option("--dataset-id", f->dataset_id, "Choose the dataset id (default: assigned)");
+  sub->callback([f, action] { *action = [f] { return RunRegister(*f); }; });
+}
+
+}  // namespace tfdata::cmd

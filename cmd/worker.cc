@@ -1,0 +1,66 @@
+// `tfdata worker`: run a worker that registers with a dispatcher, until SIGINT/SIGTERM.
+#include "cmd/common.h"
+#include "cmd/subcommands.h"
+#include "fmt/format.h"
+#include "lib/service/grpc_util.h"
+#include "lib/service/server.h"
+
+namespace tfdata::cmd {
+namespace {
+
+struct WorkerFlags {
+  std::string dispatcher;
+  std::string host = "0.0.0.0";
+  int port = 0;
+  std::string port_file;
+  std::string worker_address = "localhost:%port%";
+  std::string heartbeat_interval = "1s";
+  bool allow_plugins = false;
+  std::string log_level = "info";
+};
+
+int RunWorker(const WorkerFlags& f) {
+  if (auto st = ApplyLogLevel(f.log_level); !st.ok()) return Fail(st, kExitUsage);
+  auto dispatcher = service::ParseAddress(f.dispatcher, "--dispatcher");
+  if (!dispatcher.ok()) return Fail(dispatcher.status(), kExitUsage);
+  auto hb = ParseDurationFlag(f.heartbeat_interval, "--heartbeat-interval");
+  if (!hb.ok()) return Fail(hb.status(), kExitUsage);
+  if (f.port < 0 || f.port > 65535) return Fail("--port: must be 0..65535", kExitUsage);
+  service::WorkerServerOptions options;
+  options.dispatcher_address = *dispatcher;
+  options.host = f.host;
+  options.port = f.port;
+  options.worker_address = f.worker_address;
+  options.config.heartbeat_interval = *hb;
+  // Workers run pipelines that readers send: shared libraries are loaded only when allowed.
+  options.config.build_options.functions.allow_plugins = f.allow_plugins;
+  service::WorkerServer server(options);
+  if (auto st = server.Start(); !st.ok()) return Fail(st, kExitRuntimeError);
+  if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
+  fmt::print("worker listening on grpc://{} (dispatcher {})\n", server.address(), *dispatcher);
+  std::fflush(stdout);
+  WaitForStopSignal();
+  server.Stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
+  auto f = std::make_shared<WorkerFlags>();
+  CLI::App* sub = app.add_subcommand("worker", "Run a worker for a dispatcher until SIGINT/SIGTERM");
+  sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
+  sub->add_option("--host", f->host, "Interface to listen on")->capture_default_str();
+  sub->add_option("--port", f->port, "Port to listen on (0: any free port)")->capture_default_str();
+  sub->add_option("--port-file", f->port_file, "Write the bound port to PATH once listening");
+  sub->add_option("--worker-address", f->worker_address,
+                  "Address readers reach this worker at; %port% stands for the bound port")
+      ->capture_default_str();
+  sub->add_option("--heartbeat-interval", f->heartbeat_interval, "Time between heartbeats to the dispatcher")
+      ->capture_default_str();
+  sub->add_flag("--allow-plugins", f->allow_plugins, "Let pipelines load user functions from shared libraries");
+  AddLogLevelFlag(sub, &f->log_level);
+  sub->callback([f, action] { *action = [f] { return RunWorker(*f); }; });
+}
+
+}  // namespace tfdata::cmd

@@ -1,0 +1,36 @@
+// The data plane: how a reader fetches elements from a worker. Named implementations:
+//   "grpc"   a remote worker's WorkerService (grpc_data_transfer.h)
+//   "local"  a worker in this process, called directly: no serialization, no copies
+// MakeDataTransferClient picks one by name.
+//
+// Clients are thread-safe; each call is bounded in time by the request's timeout plus a margin.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/core/tensor.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+
+struct GetElementsResult {
+  std::vector<Element> elements;
+  bool end_of_sequence = false;
+};
+
+class DataTransferClient {
+ public:
+  virtual ~DataTransferClient() = default;
+  // UNAVAILABLE when the worker cannot be reached; NOT_FOUND when it does not (or no longer) run the task.
+  virtual absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req) = 0;
+};
+
+// "grpc" or "local". InvalidArgument for another name; NotFound for "local" when no worker of this
+// process listens at `address`.
+absl::StatusOr<std::unique_ptr<DataTransferClient>> MakeDataTransferClient(const std::string& protocol,
+                                                                           const std::string& address);
+
+}  // namespace tfdata::service

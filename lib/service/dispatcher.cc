@@ -1,0 +1,320 @@
+#include "lib/service/dispatcher.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+#include "lib/pipeline/fingerprint.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+namespace {
+
+bool ValidDatasetId(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(DispatcherConfig config) : config_(config) {}
+
+Dispatcher::~Dispatcher() { Stop(); }
+
+void Dispatcher::Start() {
+  if (timeout_thread_.joinable()) return;
+  timeout_thread_ = std::thread([this] { TimeoutLoop(); });
+}
+
+void Dispatcher::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (timeout_thread_.joinable()) timeout_thread_.join();
+}
+
+void Dispatcher::TimeoutLoop() {
+  // Check often enough that a time-out is applied within a quarter of its length (and at least
+  // every second), so tests with short time-outs do not wait long.
+  absl::Duration period = std::min({config_.worker_timeout, config_.client_timeout, config_.job_gc_timeout}) / 4;
+  period = std::clamp(period, absl::Milliseconds(10), absl::Seconds(1));
+  while (!stop_.WaitForNotificationWithTimeout(period)) CheckTimeouts(absl::Now());
+}
+
+absl::Status Dispatcher::ApplyLocked(const Update& update) {
+  absl::Status st = state_.Apply(update);
+  if (!st.ok()) spdlog::error("dispatcher: rejected state update ({}): {}", update.ShortDebugString(), st.ToString());
+  return st;
+}
+
+absl::Status Dispatcher::RegisterDataset(const RegisterDatasetRequest& req, RegisterDatasetResponse* resp) {
+  if (req.pipeline().op_size() == 0) return absl::InvalidArgumentError("register dataset: the pipeline has no ops");
+  if (!req.dataset_id().empty() && !ValidDatasetId(req.dataset_id())) {
+    return absl::InvalidArgumentError(absl::StrCat("register dataset: invalid dataset id \"", req.dataset_id(),
+                                                   "\" (use 1-128 characters of A-Z a-z 0-9 _ . -)"));
+  }
+  const std::string fingerprint = PipelineFingerprint(req.pipeline());
+  absl::MutexLock lock(&mu_);
+  if (!req.dataset_id().empty()) {
+    if (const auto* existing = state_.FindDataset(req.dataset_id())) {
+      if (existing->fingerprint != fingerprint) {
+        return absl::AlreadyExistsError(absl::StrCat("register dataset: dataset id \"", req.dataset_id(),
+                                                     "\" is already bound to a different pipeline"));
+      }
+      resp->set_dataset_id(existing->id);
+      resp->set_already_registered(true);
+      return absl::OkStatus();
+    }
+  } else if (const auto* existing = state_.FindDatasetByFingerprint(fingerprint)) {
+    resp->set_dataset_id(existing->id);
+    resp->set_already_registered(true);
+    return absl::OkStatus();
+  }
+  Update u;
+  auto* r = u.mutable_register_dataset();
+  r->set_dataset_id(req.dataset_id().empty() ? state_.NextDatasetId() : req.dataset_id());
+  r->set_fingerprint(fingerprint);
+  *r->mutable_pipeline() = req.pipeline();
+  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  spdlog::info("dispatcher: registered dataset {} ({} ops, fingerprint {})", r->dataset_id(), req.pipeline().op_size(),
+               fingerprint.substr(0, 12));
+  resp->set_dataset_id(r->dataset_id());
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::GetDataset(const GetDatasetRequest& req, GetDatasetResponse* resp) {
+  absl::MutexLock lock(&mu_);
+  const auto* ds = state_.FindDataset(req.dataset_id());
+  if (ds == nullptr) return absl::NotFoundError(absl::StrCat("unknown dataset \"", req.dataset_id(), "\""));
+  *resp->mutable_pipeline() = ds->pipeline;
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp) {
+  if (req.mode() != PARALLEL_EPOCHS) {
+    return absl::InvalidArgumentError(absl::StrCat("get or create job: unsupported processing mode ",
+                                                   ProcessingMode_Name(req.mode())));
+  }
+  absl::MutexLock lock(&mu_);
+  if (state_.FindDataset(req.dataset_id()) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("get or create job: unknown dataset \"", req.dataset_id(), "\""));
+  }
+  const DispatcherState::Job* job = req.job_name().empty() ? nullptr : state_.FindJobByName(req.job_name());
+  if (job != nullptr && (job->dataset_id != req.dataset_id() || job->mode != req.mode())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "get or create job: job name \"", req.job_name(), "\" is used by ", JobName(job->id), " of dataset ",
+        job->dataset_id, " in mode ", ProcessingMode_Name(job->mode), "; this request asks for dataset ",
+        req.dataset_id(), " in mode ", ProcessingMode_Name(req.mode())));
+  }
+  if (job == nullptr) {
+    Update u;
+    auto* c = u.mutable_create_job();
+    c->set_job_id(state_.NextJobId());
+    c->set_dataset_id(req.dataset_id());
+    c->set_mode(req.mode());
+    c->set_job_name(req.job_name());
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    job = state_.FindJob(c->job_id());
+    spdlog::info("dispatcher: created {} (dataset {}, {}{})", JobName(job->id), job->dataset_id,
+                 ProcessingMode_Name(job->mode), job->name.empty() ? "" : ", name \"" + job->name + "\"");
+  }
+  const int64_t job_id = job->id;
+  if (job->iterations.empty()) {
+    Update u;
+    auto* c = u.mutable_create_iteration();
+    c->set_iteration_id(state_.NextIterationId());
+    c->set_job_id(job_id);
+    c->set_repetition(0);
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    iteration_unclaimed_since_[c->iteration_id()] = absl::Now();
+    for (const std::string& w : state_.Workers()) {
+      if (auto st = CreateTaskLocked(c->iteration_id(), w); !st.ok()) return st;
+    }
+  }
+  const int64_t iteration_id = state_.FindJob(job_id)->iterations.back();
+  const auto* iteration = state_.FindIteration(iteration_id);
+  if (iteration->garbage_collected || state_.IterationFinished(iteration_id)) {
+    resp->set_warning(absl::StrCat("job \"", req.job_name(), "\" (", JobName(job_id), ") has already ",
+                                   iteration->garbage_collected ? "ended" : "finished",
+                                   ": reading it yields no elements; pick a new job name to read the dataset again"));
+    spdlog::warn("dispatcher: {}", resp->warning());
+  }
+  if (iteration->garbage_collected) {
+    // Nothing to join: the client reads an empty, finished iteration.
+    resp->set_job_id(job_id);
+    resp->set_iteration_id(iteration_id);
+    resp->set_client_id(0);
+    return absl::OkStatus();
+  }
+  Update u;
+  auto* a = u.mutable_acquire_client();
+  a->set_client_id(state_.NextClientId());
+  a->set_iteration_id(iteration_id);
+  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  const absl::Time now = absl::Now();
+  client_last_seen_[a->client_id()] = now;
+  iteration_unclaimed_since_.erase(iteration_id);
+  spdlog::info("dispatcher: {} joined {} of {}", ClientName(a->client_id()), IterationName(iteration_id), JobName(job_id));
+  resp->set_job_id(job_id);
+  resp->set_iteration_id(iteration_id);
+  resp->set_client_id(a->client_id());
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp) {
+  absl::MutexLock lock(&mu_);
+  if (req.client_id() == 0) {  // the client of an iteration that had already ended
+    resp->set_iteration_finished(true);
+    return absl::OkStatus();
+  }
+  auto iteration_id = state_.ClientIteration(req.client_id());
+  if (!iteration_id) {
+    return absl::NotFoundError(absl::StrCat("unknown ", ClientName(req.client_id()),
+                                            " (released after --client-timeout, or the dispatcher restarted)"));
+  }
+  client_last_seen_[req.client_id()] = absl::Now();
+  const auto* iteration = state_.FindIteration(*iteration_id);
+  for (int64_t t : iteration->tasks) {
+    TaskInfo* info = resp->add_tasks();
+    info->set_task_id(t);
+    info->set_worker_address(state_.FindTask(t)->worker_address);
+  }
+  resp->set_iteration_finished(state_.IterationFinished(*iteration_id));
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp) {
+  absl::MutexLock lock(&mu_);
+  if (req.client_id() == 0 || !state_.ClientIteration(req.client_id())) return absl::OkStatus();  // idempotent
+  return ReleaseClientLocked(req.client_id(), absl::Now());
+}
+
+absl::Status Dispatcher::ReleaseClientLocked(int64_t client_id, absl::Time now) {
+  const int64_t iteration_id = *state_.ClientIteration(client_id);
+  Update u;
+  u.mutable_release_client()->set_client_id(client_id);
+  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  client_last_seen_.erase(client_id);
+  spdlog::info("dispatcher: {} left {}", ClientName(client_id), IterationName(iteration_id));
+  if (state_.FindIteration(iteration_id)->clients.empty()) iteration_unclaimed_since_[iteration_id] = now;
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::CreateTaskLocked(int64_t iteration_id, const std::string& worker) {
+  Update u;
+  auto* c = u.mutable_create_task();
+  c->set_task_id(state_.NextTaskId());
+  c->set_iteration_id(iteration_id);
+  c->set_worker_address(worker);
+  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  spdlog::info("dispatcher: created {} of {} on worker {}", TaskName(c->task_id()), IterationName(iteration_id), worker);
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::AssignTasksLocked(const std::string& worker) {
+  for (int64_t iteration_id : state_.ActiveIterations()) {
+    if (!state_.HasTaskOnWorker(iteration_id, worker)) {
+      if (auto st = CreateTaskLocked(iteration_id, worker); !st.ok()) return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Dispatcher::FillTaskDef(int64_t task_id, TaskDef* def) const {
+  const auto* task = state_.FindTask(task_id);
+  const auto* iteration = state_.FindIteration(task->iteration_id);
+  const auto* job = state_.FindJob(iteration->job_id);
+  def->set_task_id(task_id);
+  def->set_iteration_id(iteration->id);
+  def->set_job_id(job->id);
+  def->set_dataset_id(job->dataset_id);
+  def->set_mode(job->mode);
+  *def->mutable_pipeline() = state_.FindDataset(job->dataset_id)->pipeline;
+}
+
+absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp) {
+  const std::string& worker = req.worker_address();
+  if (worker.empty()) return absl::InvalidArgumentError("worker heartbeat: empty worker address");
+  absl::MutexLock lock(&mu_);
+  if (!state_.WorkerKnown(worker)) {
+    Update u;
+    u.mutable_register_worker()->set_worker_address(worker);
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    spdlog::info("dispatcher: worker {} registered", worker);
+  }
+  worker_last_seen_[worker] = absl::Now();
+  for (int64_t t : req.finished_tasks()) {
+    const auto* task = state_.FindTask(t);
+    if (task == nullptr || task->finished || task->worker_address != worker) continue;
+    Update u;
+    u.mutable_finish_task()->set_task_id(t);
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    spdlog::info("dispatcher: {} of {} finished on worker {}", TaskName(t), IterationName(task->iteration_id), worker);
+  }
+  if (auto st = AssignTasksLocked(worker); !st.ok()) return st;
+
+  const std::vector<int64_t> assigned = state_.TasksOfWorker(worker);
+  const std::set<int64_t> running(req.current_tasks().begin(), req.current_tasks().end());
+  for (int64_t t : assigned) {
+    if (!running.contains(t)) FillTaskDef(t, resp->add_new_tasks());
+  }
+  // Tasks the worker runs that the dispatcher no longer knows (garbage-collected, or from before a
+  // restart): the worker drops them instead of serving them forever.
+  const std::set<int64_t> known(assigned.begin(), assigned.end());
+  for (int64_t t : running) {
+    if (!known.contains(t)) resp->add_tasks_to_delete(t);
+  }
+  return absl::OkStatus();
+}
+
+void Dispatcher::CheckTimeouts(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = worker_last_seen_.begin(); it != worker_last_seen_.end();) {
+    if (now - it->second <= config_.worker_timeout) {
+      ++it;
+      continue;
+    }
+    const std::string worker = it->first;
+    it = worker_last_seen_.erase(it);
+    Update u;
+    u.mutable_remove_worker()->set_worker_address(worker);
+    const size_t tasks = state_.TasksOfWorker(worker).size();
+    if (ApplyLocked(u).ok()) {
+      spdlog::warn("dispatcher: worker {} lost (silent for more than {}); its {} task(s) removed", worker,
+                   absl::FormatDuration(config_.worker_timeout), tasks);
+    }
+  }
+  for (auto it = client_last_seen_.begin(); it != client_last_seen_.end();) {
+    const int64_t client = it->first;
+    const bool expired = now - it->second > config_.client_timeout;
+    ++it;  // ReleaseClientLocked erases the entry
+    if (expired) {
+      spdlog::warn("dispatcher: {} silent for more than {}: released", ClientName(client),
+                   absl::FormatDuration(config_.client_timeout));
+      (void)ReleaseClientLocked(client, now);
+    }
+  }
+  if (config_.job_gc_timeout == absl::InfiniteDuration()) return;
+  for (auto it = iteration_unclaimed_since_.begin(); it != iteration_unclaimed_since_.end();) {
+    if (now - it->second <= config_.job_gc_timeout) {
+      ++it;
+      continue;
+    }
+    const int64_t iteration_id = it->first;
+    it = iteration_unclaimed_since_.erase(it);
+    Update u;
+    u.mutable_garbage_collect_iteration()->set_iteration_id(iteration_id);
+    if (ApplyLocked(u).ok()) {
+      spdlog::info("dispatcher: {} of {} garbage-collected (no clients for {})", IterationName(iteration_id),
+                   JobName(state_.FindIteration(iteration_id)->job_id), absl::FormatDuration(config_.job_gc_timeout));
+    }
+  }
+}
+
+size_t Dispatcher::NumWorkers() const {
+  absl::MutexLock lock(&mu_);
+  return state_.Workers().size();
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,82 @@
+// The dispatcher core: the service's coordinator, without any RPC code. The gRPC adapter
+// (grpc_dispatcher_service.h) turns each DispatcherService RPC into one call here.
+//
+// State lives in DispatcherState and changes only through Apply(Update) (see dispatcher_state.h);
+// this class decides which updates each request causes. Liveness (when workers and clients were
+// last heard from) is not state: it is rebuilt from heartbeats.
+//
+// Thread-safe: every public method may be called from any thread. Start() begins the background
+// liveness checks; the destructor (or Stop()) ends them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "lib/service/dispatcher_state.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+
+struct DispatcherConfig {
+  // A worker silent this long is lost: its tasks leave the clients' task lists.
+  absl::Duration worker_timeout = absl::Minutes(10);
+  // A client silent this long is released.
+  absl::Duration client_timeout = absl::Minutes(5);
+  // An iteration with no clients this long is garbage-collected (InfiniteDuration: never).
+  absl::Duration job_gc_timeout = absl::Minutes(5);
+};
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(DispatcherConfig config);
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Starts the background thread that applies the time-outs.
+  void Start();
+  void Stop();
+
+  absl::Status RegisterDataset(const RegisterDatasetRequest& req, RegisterDatasetResponse* resp);
+  absl::Status GetDataset(const GetDatasetRequest& req, GetDatasetResponse* resp);
+  absl::Status GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp);
+  absl::Status ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp);
+  absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp);
+  absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp);
+
+  // Applies the time-outs as of `now`: loses silent workers, releases silent clients,
+  // garbage-collects iterations without clients. Called by the background thread; public so that
+  // tests can drive time.
+  void CheckTimeouts(absl::Time now);
+
+  // For tests and status output.
+  size_t NumWorkers() const;
+
+ private:
+  absl::Status ApplyLocked(const Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates a task on `worker` for every active iteration that has none there.
+  absl::Status AssignTasksLocked(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CreateTaskLocked(int64_t iteration_id, const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseClientLocked(int64_t client_id, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillTaskDef(int64_t task_id, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TimeoutLoop();
+
+  const DispatcherConfig config_;
+  mutable absl::Mutex mu_;
+  DispatcherState state_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> worker_last_seen_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Time> client_last_seen_ ABSL_GUARDED_BY(mu_);
+  // Iterations that have no clients, and since when.
+  std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stop_;
+  std::thread timeout_thread_;
+};
+
+}  // namespace tfdata::service

@@ -1,0 +1,208 @@
+#include "lib/service/dispatcher_state.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace tfdata::service {
+namespace {
+
+absl::Status Inconsistent(const std::string& what) {
+  return absl::FailedPreconditionError(absl::StrCat("dispatcher state: ", what));
+}
+
+template <typename Map, typename Key>
+auto* Find(Map& map, const Key& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+std::string JobName(int64_t id) { return absl::StrCat("job ", id); }
+std::string IterationName(int64_t id) { return absl::StrCat("iteration ", id); }
+std::string TaskName(int64_t id) { return absl::StrCat("task ", id); }
+std::string ClientName(int64_t id) { return absl::StrCat("client ", id); }
+
+absl::Status DispatcherState::Apply(const Update& update) {
+  switch (update.kind_case()) {
+    case Update::kRegisterDataset: return RegisterDataset(update.register_dataset());
+    case Update::kRegisterWorker:
+      if (!workers_.insert(update.register_worker().worker_address()).second) {
+        return Inconsistent("worker " + update.register_worker().worker_address() + " registered twice");
+      }
+      return absl::OkStatus();
+    case Update::kCreateJob: return CreateJob(update.create_job());
+    case Update::kCreateIteration: return CreateIteration(update.create_iteration());
+    case Update::kCreateTask: return CreateTask(update.create_task());
+    case Update::kFinishTask: return FinishTask(update.finish_task());
+    case Update::kRemoveWorker: return RemoveWorker(update.remove_worker());
+    case Update::kAcquireClient: return AcquireClient(update.acquire_client());
+    case Update::kReleaseClient: return ReleaseClient(update.release_client());
+    case Update::kGarbageCollectIteration: return GarbageCollectIteration(update.garbage_collect_iteration());
+    case Update::KIND_NOT_SET: break;
+  }
+  return Inconsistent("empty update record");
+}
+
+absl::Status DispatcherState::RegisterDataset(const RegisterDatasetUpdate& u) {
+  if (u.dataset_id().empty()) return Inconsistent("dataset with an empty id");
+  if (datasets_.contains(u.dataset_id())) return Inconsistent("dataset " + u.dataset_id() + " registered twice");
+  datasets_[u.dataset_id()] = Dataset{u.dataset_id(), u.fingerprint(), u.pipeline()};
+  dataset_by_fingerprint_.emplace(u.fingerprint(), u.dataset_id());  // the first id keeps the fingerprint
+  int64_t n = 0;
+  if (absl::SimpleAtoi(u.dataset_id(), &n) && n >= next_dataset_number_) next_dataset_number_ = n + 1;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
+  if (u.job_id() != next_job_id_) return Inconsistent(absl::StrCat("job id ", u.job_id(), " out of order"));
+  if (!datasets_.contains(u.dataset_id())) return Inconsistent("job of unknown dataset " + u.dataset_id());
+  if (!u.job_name().empty() && job_by_name_.contains(u.job_name())) {
+    return Inconsistent("job name " + u.job_name() + " used twice");
+  }
+  jobs_[u.job_id()] = Job{u.job_id(), u.dataset_id(), u.mode(), u.job_name(), {}};
+  if (!u.job_name().empty()) job_by_name_[u.job_name()] = u.job_id();
+  ++next_job_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::CreateIteration(const CreateIterationUpdate& u) {
+  if (u.iteration_id() != next_iteration_id_) return Inconsistent("iteration id out of order");
+  Job* job = Find(jobs_, u.job_id());
+  if (job == nullptr) return Inconsistent("iteration of unknown " + JobName(u.job_id()));
+  if (u.repetition() != static_cast<int64_t>(job->iterations.size())) return Inconsistent("repetition out of order");
+  Iteration it;
+  it.id = u.iteration_id();
+  it.job_id = u.job_id();
+  it.repetition = u.repetition();
+  iterations_[it.id] = it;
+  job->iterations.push_back(it.id);
+  ++next_iteration_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::CreateTask(const CreateTaskUpdate& u) {
+  if (u.task_id() != next_task_id_) return Inconsistent("task id out of order");
+  Iteration* it = Find(iterations_, u.iteration_id());
+  if (it == nullptr || it->garbage_collected) return Inconsistent("task of unknown " + IterationName(u.iteration_id()));
+  if (!workers_.contains(u.worker_address())) return Inconsistent("task on unknown worker " + u.worker_address());
+  if (HasTaskOnWorker(u.iteration_id(), u.worker_address())) return Inconsistent("two tasks on one worker");
+  tasks_[u.task_id()] = Task{u.task_id(), u.iteration_id(), u.worker_address(), false};
+  it->tasks.insert(u.task_id());
+  ++next_task_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::FinishTask(const FinishTaskUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("finish of unknown " + TaskName(u.task_id()));
+  t->finished = true;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::RemoveWorker(const RemoveWorkerUpdate& u) {
+  if (workers_.erase(u.worker_address()) == 0) return Inconsistent("removal of unknown worker " + u.worker_address());
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    if (it->second.worker_address == u.worker_address()) {
+      if (Iteration* iter = Find(iterations_, it->second.iteration_id)) iter->tasks.erase(it->first);
+      it = tasks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::AcquireClient(const AcquireClientUpdate& u) {
+  if (u.client_id() != next_client_id_) return Inconsistent("client id out of order");
+  Iteration* it = Find(iterations_, u.iteration_id());
+  if (it == nullptr || it->garbage_collected) return Inconsistent("client of unknown " + IterationName(u.iteration_id()));
+  it->clients.insert(u.client_id());
+  client_iteration_[u.client_id()] = u.iteration_id();
+  ++next_client_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ReleaseClient(const ReleaseClientUpdate& u) {
+  auto c = client_iteration_.find(u.client_id());
+  if (c == client_iteration_.end()) return Inconsistent("release of unknown " + ClientName(u.client_id()));
+  if (Iteration* it = Find(iterations_, c->second)) it->clients.erase(u.client_id());
+  client_iteration_.erase(c);
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::GarbageCollectIteration(const GarbageCollectIterationUpdate& u) {
+  Iteration* it = Find(iterations_, u.iteration_id());
+  if (it == nullptr || it->garbage_collected) return Inconsistent("gc of unknown " + IterationName(u.iteration_id()));
+  for (int64_t t : it->tasks) tasks_.erase(t);
+  it->tasks.clear();
+  for (int64_t c : it->clients) client_iteration_.erase(c);
+  it->clients.clear();
+  it->garbage_collected = true;
+  return absl::OkStatus();
+}
+
+const DispatcherState::Dataset* DispatcherState::FindDataset(const std::string& id) const { return Find(datasets_, id); }
+const DispatcherState::Dataset* DispatcherState::FindDatasetByFingerprint(const std::string& fp) const {
+  const std::string* id = Find(dataset_by_fingerprint_, fp);
+  return id == nullptr ? nullptr : FindDataset(*id);
+}
+const DispatcherState::Job* DispatcherState::FindJob(int64_t id) const { return Find(jobs_, id); }
+const DispatcherState::Job* DispatcherState::FindJobByName(const std::string& name) const {
+  const int64_t* id = Find(job_by_name_, name);
+  return id == nullptr ? nullptr : FindJob(*id);
+}
+const DispatcherState::Iteration* DispatcherState::FindIteration(int64_t id) const { return Find(iterations_, id); }
+const DispatcherState::Task* DispatcherState::FindTask(int64_t id) const { return Find(tasks_, id); }
+
+std::optional<int64_t> DispatcherState::ClientIteration(int64_t client_id) const {
+  const int64_t* it = Find(client_iteration_, client_id);
+  return it == nullptr ? std::nullopt : std::optional<int64_t>(*it);
+}
+
+std::vector<std::string> DispatcherState::Workers() const { return {workers_.begin(), workers_.end()}; }
+
+std::vector<int64_t> DispatcherState::TasksOfWorker(const std::string& address) const {
+  std::vector<int64_t> out;
+  for (const auto& [id, t] : tasks_) {
+    if (t.worker_address == address) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<int64_t> DispatcherState::ActiveIterations() const {
+  std::vector<int64_t> out;
+  for (const auto& [id, it] : iterations_) {
+    if (!it.garbage_collected && !IterationFinished(id)) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<int64_t> DispatcherState::ClientIds() const {
+  std::vector<int64_t> out;
+  for (const auto& [id, _] : client_iteration_) out.push_back(id);
+  return out;
+}
+
+bool DispatcherState::IterationFinished(int64_t iteration_id) const {
+  const Iteration* it = FindIteration(iteration_id);
+  if (it == nullptr || it->tasks.empty()) return false;
+  return std::all_of(it->tasks.begin(), it->tasks.end(), [&](int64_t t) { return tasks_.at(t).finished; });
+}
+
+bool DispatcherState::HasTaskOnWorker(int64_t iteration_id, const std::string& address) const {
+  const Iteration* it = FindIteration(iteration_id);
+  if (it == nullptr) return false;
+  return std::any_of(it->tasks.begin(), it->tasks.end(),
+                     [&](int64_t t) { return tasks_.at(t).worker_address == address; });
+}
+
+std::string DispatcherState::NextDatasetId() const {
+  int64_t n = next_dataset_number_;
+  while (datasets_.contains(absl::StrCat(n))) ++n;
+  return absl::StrCat(n);
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,119 @@
+// The dispatcher's state: datasets, workers, jobs, iterations, tasks and clients.
+//
+// Glossary (see ../docs/guarantees.md and the product reference)
+//   dataset    a registered pipeline, by id; identical pipelines share an id (fingerprint)
+//   job        one processing of a dataset under a mode; named jobs are shared by readers
+//   iteration  one pass of a job, keyed by (job, repetition)
+//   task       the part of an iteration one worker runs (one task per worker per iteration)
+//   client     a reader of an iteration
+//
+// The only mutator is Apply(update): the same code runs for live changes and, later, for journal
+// replay, so every change must be expressible as an Update record (proto/journal.proto). Apply
+// checks each record against the state and rejects inconsistent ones with FailedPrecondition,
+// leaving the state unchanged.
+//
+// Not thread-safe: the owner (Dispatcher) serializes access.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/journal.pb.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+
+class DispatcherState {
+ public:
+  struct Dataset {
+    std::string id;
+    std::string fingerprint;
+    pipeline::Pipeline pipeline;
+  };
+  struct Job {
+    int64_t id = 0;
+    std::string dataset_id;
+    ProcessingMode mode = PARALLEL_EPOCHS;
+    std::string name;
+    std::vector<int64_t> iterations;  // in repetition order
+  };
+  struct Iteration {
+    int64_t id = 0;
+    int64_t job_id = 0;
+    int64_t repetition = 0;
+    std::set<int64_t> tasks;    // live tasks
+    std::set<int64_t> clients;  // current clients
+    bool garbage_collected = false;
+  };
+  struct Task {
+    int64_t id = 0;
+    int64_t iteration_id = 0;
+    std::string worker_address;
+    bool finished = false;
+  };
+
+  absl::Status Apply(const Update& update);
+
+  // Queries. Pointers stay valid until the next Apply.
+  const Dataset* FindDataset(const std::string& id) const;
+  const Dataset* FindDatasetByFingerprint(const std::string& fingerprint) const;
+  const Job* FindJob(int64_t id) const;
+  const Job* FindJobByName(const std::string& name) const;
+  const Iteration* FindIteration(int64_t id) const;
+  const Task* FindTask(int64_t id) const;
+  // The iteration a client reads, or nullopt for an unknown client.
+  std::optional<int64_t> ClientIteration(int64_t client_id) const;
+  bool WorkerKnown(const std::string& address) const { return workers_.contains(address); }
+  std::vector<std::string> Workers() const;
+  // Live tasks of a worker.
+  std::vector<int64_t> TasksOfWorker(const std::string& address) const;
+  // Iterations not garbage-collected and not finished.
+  std::vector<int64_t> ActiveIterations() const;
+  std::vector<int64_t> ClientIds() const;
+  // All live tasks finished (and there is at least one).
+  bool IterationFinished(int64_t iteration_id) const;
+  bool HasTaskOnWorker(int64_t iteration_id, const std::string& address) const;
+
+  // Id allocation: the next unused id of each kind (ids are never reused).
+  int64_t NextJobId() const { return next_job_id_; }
+  int64_t NextIterationId() const { return next_iteration_id_; }
+  int64_t NextTaskId() const { return next_task_id_; }
+  int64_t NextClientId() const { return next_client_id_; }
+  // The next assigned dataset id (decimal, skipping ids users chose).
+  std::string NextDatasetId() const;
+
+ private:
+  absl::Status RegisterDataset(const RegisterDatasetUpdate& u);
+  absl::Status CreateJob(const CreateJobUpdate& u);
+  absl::Status CreateIteration(const CreateIterationUpdate& u);
+  absl::Status CreateTask(const CreateTaskUpdate& u);
+  absl::Status FinishTask(const FinishTaskUpdate& u);
+  absl::Status RemoveWorker(const RemoveWorkerUpdate& u);
+  absl::Status AcquireClient(const AcquireClientUpdate& u);
+  absl::Status ReleaseClient(const ReleaseClientUpdate& u);
+  absl::Status GarbageCollectIteration(const GarbageCollectIterationUpdate& u);
+
+  std::map<std::string, Dataset> datasets_;
+  std::map<std::string, std::string> dataset_by_fingerprint_;
+  std::set<std::string> workers_;
+  std::map<int64_t, Job> jobs_;
+  std::map<std::string, int64_t> job_by_name_;
+  std::map<int64_t, Iteration> iterations_;
+  std::map<int64_t, Task> tasks_;
+  std::map<int64_t, int64_t> client_iteration_;
+  int64_t next_job_id_ = 1, next_iteration_id_ = 1, next_task_id_ = 1, next_client_id_ = 1;
+  int64_t next_dataset_number_ = 1;
+};
+
+// "job 7", "task 12": the one way ids are printed in logs and messages.
+std::string JobName(int64_t id);
+std::string IterationName(int64_t id);
+std::string TaskName(int64_t id);
+std::string ClientName(int64_t id);
+
+}  // namespace tfdata::service

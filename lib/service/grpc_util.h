@@ -1,0 +1,32 @@
+// Conversions at the gRPC edge: statuses and addresses. Stateless and thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tfdata::service {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+// `what` names the call and its peer, e.g. "dispatcher localhost:5000: GetOrCreateJob"; it
+// prefixes the message of a transport error (unreachable peer, deadline) so the user sees which
+// server could not be reached.
+absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view what = {});
+
+// "grpc://host:port" or "host:port" -> "host:port". InvalidArgument (naming `flag`) for anything
+// else, e.g. a missing or non-numeric port.
+absl::StatusOr<std::string> ParseAddress(std::string_view address, std::string_view flag = "address");
+
+// A plaintext channel to `address` ("host:port"), with keep-alive settings suitable for
+// detecting dead peers.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// Sets a deadline `timeout` from now on `ctx`.
+void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout);
+
+}  // namespace tfdata::service

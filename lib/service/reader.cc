@@ -1,0 +1,217 @@
+#include "lib/service/reader.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "lib/service/dispatcher_state.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+namespace {
+
+// A worker that fails this many fetches in a row (connection refused, time-out) is given up.
+constexpr int kMaxFailures = 3;
+
+bool IsTransportError(const absl::Status& st) {
+  return absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
+}
+
+}  // namespace
+
+Reader::Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher)
+    : options_(std::move(options)), dispatcher_(std::move(dispatcher)) {}
+
+absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
+                                                       std::unique_ptr<DispatcherClient> dispatcher) {
+  if (options.max_outstanding_requests < 1) {
+    return absl::InvalidArgumentError("--max-outstanding-requests must be at least 1");
+  }
+  std::unique_ptr<Reader> r(new Reader(std::move(options), std::move(dispatcher)));
+  GetOrCreateJobRequest req;
+  req.set_dataset_id(r->options_.dataset_id);
+  req.set_mode(r->options_.mode);
+  req.set_job_name(r->options_.job_name);
+  GetOrCreateJobResponse resp;
+  if (auto st = r->dispatcher_->GetOrCreateJob(req, &resp); !st.ok()) return st;
+  r->job_id_ = resp.job_id();
+  r->client_id_ = resp.client_id();
+  r->warning_ = resp.warning();
+  if (auto st = r->HeartbeatOnce(); !st.ok()) {
+    r->Close();
+    return st;
+  }
+  r->threads_.emplace_back([p = r.get()] { p->HeartbeatLoop(); });
+  for (int i = 0; i < r->options_.max_outstanding_requests; ++i) r->threads_.emplace_back([p = r.get()] { p->FetchLoop(); });
+  return r;
+}
+
+Reader::~Reader() { Close(); }
+
+void Reader::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  ReleaseClientRequest req;
+  req.set_client_id(client_id_);
+  ReleaseClientResponse resp;
+  if (auto st = dispatcher_->ReleaseClient(req, &resp); !st.ok()) {
+    spdlog::debug("reader: releasing {} failed: {}", ClientName(client_id_), st.ToString());
+  }
+}
+
+int64_t Reader::tasks_dropped() const {
+  absl::MutexLock lock(&mu_);
+  return tasks_dropped_;
+}
+
+absl::Status Reader::HeartbeatOnce() {
+  ClientHeartbeatRequest req;
+  req.set_client_id(client_id_);
+  ClientHeartbeatResponse resp;
+  absl::Status st = dispatcher_->ClientHeartbeat(req, &resp);
+  absl::MutexLock lock(&mu_);
+  if (!st.ok()) {
+    if (absl::IsNotFound(st)) {
+      error_ = absl::NotFoundError(absl::StrCat("the dispatcher no longer knows this reader's job: ", st.message()));
+      return error_;
+    }
+    return st;
+  }
+  heard_ = true;
+  listed_tasks_.clear();
+  for (const TaskInfo& t : resp.tasks()) {
+    listed_tasks_.push_back(t.task_id());
+    if (tasks_.contains(t.task_id())) continue;
+    TaskState ts;
+    ts.address = t.worker_address();
+    auto client = MakeDataTransferClient(options_.protocol, t.worker_address());
+    if (!client.ok()) {
+      spdlog::warn("reader: skipping {} on worker {}: {}", TaskName(t.task_id()), t.worker_address(),
+                   client.status().ToString());
+      ts.ended = true;
+      ++tasks_dropped_;
+    } else {
+      ts.client = *std::move(client);
+    }
+    tasks_.emplace(t.task_id(), std::move(ts));
+  }
+  // A task the dispatcher dropped (its worker was lost) is not read any further.
+  for (auto& [id, ts] : tasks_) {
+    if (!ts.ended && std::find(listed_tasks_.begin(), listed_tasks_.end(), id) == listed_tasks_.end()) {
+      spdlog::warn("reader: {} on worker {} was removed by the dispatcher", TaskName(id), ts.address);
+      ts.ended = true;
+      ++tasks_dropped_;
+    }
+  }
+  iteration_finished_ = resp.iteration_finished();
+  return absl::OkStatus();
+}
+
+void Reader::HeartbeatLoop() {
+  bool failing = false;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.ok() || DoneLocked(); };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop), options_.heartbeat_interval)) return;
+    }
+    absl::Status st = HeartbeatOnce();
+    if (!st.ok() && !failing) spdlog::warn("reader: heartbeat failed (reading goes on from known workers): {}", st.ToString());
+    failing = !st.ok();
+  }
+}
+
+bool Reader::DoneLocked() const {
+  if (!heard_) return false;
+  bool all_ended = true;
+  for (int64_t id : listed_tasks_) all_ended = all_ended && tasks_.at(id).ended;
+  // No tasks yet means no worker has joined: wait, unless the iteration has already finished.
+  return all_ended && (iteration_finished_ || !listed_tasks_.empty());
+}
+
+void Reader::FetchLoop() {
+  while (true) {
+    int64_t task_id = -1;
+    DataTransferClient* client = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      auto pick = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (closed_ || !error_.ok() || DoneLocked()) return true;
+        if (static_cast<int64_t>(ready_.size()) >= options_.buffer_elements) return false;
+        const absl::Time now = absl::Now();
+        // Round robin over the tasks, starting after the one picked last.
+        auto it = tasks_.upper_bound(next_task_cursor_);
+        for (size_t n = 0; n < tasks_.size(); ++n, ++it) {
+          if (it == tasks_.end()) it = tasks_.begin();
+          TaskState& ts = it->second;
+          if (!ts.ended && !ts.in_flight && ts.retry_after <= now) {
+            task_id = it->first;
+            return true;
+          }
+        }
+        return false;
+      };
+      // Re-check periodically: retry_after deadlines pass without a state change.
+      while (!pick()) fetch_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
+      if (task_id < 0) return;
+      TaskState& ts = tasks_.at(task_id);
+      ts.in_flight = true;
+      next_task_cursor_ = task_id;
+      client = ts.client.get();
+    }
+    GetElementsRequest req;
+    req.set_task_id(task_id);
+    req.set_client_id(client_id_);
+    req.set_max_elements(options_.max_elements_per_request);
+    req.set_max_bytes(options_.max_bytes_per_request);
+    req.set_timeout_ms(200);  // short, so Close() is prompt
+    auto result = client->GetElements(req);
+
+    absl::MutexLock lock(&mu_);
+    TaskState& ts = tasks_.at(task_id);
+    ts.in_flight = false;
+    if (!result.ok()) {
+      if (IsTransportError(result.status())) {
+        if (++ts.failures >= kMaxFailures && !ts.ended) {
+          spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address,
+                       result.status().ToString());
+          ts.ended = true;
+          ++tasks_dropped_;
+        }
+        ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
+      } else if (absl::IsNotFound(result.status())) {
+        // The worker has not heard of the task yet (it learns of it at its next heartbeat).
+        ts.retry_after = absl::Now() + absl::Milliseconds(20);
+      } else if (error_.ok()) {
+        error_ = result.status();
+      }
+      continue;
+    }
+    ts.failures = 0;
+    for (Element& e : result->elements) ready_.push_back(std::move(e));
+    if (result->end_of_sequence) ts.ended = true;
+  }
+}
+
+absl::StatusOr<bool> Reader::Next(Element* out) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !ready_.empty() || !error_.ok() || closed_ || DoneLocked();
+  };
+  mu_.Await(absl::Condition(&ready));
+  if (!ready_.empty()) {
+    *out = std::move(ready_.front());
+    ready_.pop_front();
+    // Fetchers blocked on a full buffer resume as soon as there is room.
+    if (static_cast<int64_t>(ready_.size()) == options_.buffer_elements - 1) fetch_cv_.SignalAll();
+    return true;
+  }
+  if (!error_.ok()) return error_;
+  return false;
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,98 @@
+// The reader: the client side of the service (`tfdata read`, `tfdata local`, a C++ trainer).
+//
+// It gets or creates the job and its iteration, heartbeats to the dispatcher to learn the current
+// tasks, fetches elements from all tasks in parallel (at most max_outstanding_requests requests in
+// flight, at most one per task, so each task's elements arrive in order), and ends once every task
+// has ended. A worker that cannot be reached is skipped (its task dropped, counted in
+// tasks_dropped()) and reading goes on from the others. Close() (or the destructor) releases the
+// iteration at the dispatcher.
+//
+// Next() is for one consumer thread; the other methods are thread-safe.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "lib/core/tensor.h"
+#include "lib/service/data_transfer.h"
+#include "lib/service/dispatcher_client.h"
+
+namespace tfdata::service {
+
+struct ReaderOptions {
+  std::string dataset_id;
+  ProcessingMode mode = PARALLEL_EPOCHS;
+  std::string job_name;  // empty: a job of its own
+  int max_outstanding_requests = 4;
+  std::string protocol = "grpc";  // data plane: "grpc" or "local"
+  absl::Duration heartbeat_interval = absl::Milliseconds(200);
+  // Bounds of one GetElements response.
+  int max_elements_per_request = 4096;
+  int64_t max_bytes_per_request = 16 << 20;
+  // Fetched elements waiting for Next(), at most.
+  int64_t buffer_elements = 16384;
+};
+
+class Reader {
+ public:
+  // Joins the job (one dispatcher call, bounded by the client's deadline) and starts fetching.
+  static absl::StatusOr<std::unique_ptr<Reader>> Create(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
+  ~Reader();
+
+  // The next element (true), or the end of the data (false). Errors from the pipeline on a worker
+  // and an iteration the dispatcher no longer knows end the read.
+  absl::StatusOr<bool> Next(Element* out);
+  // Stops fetching and releases the iteration. Idempotent.
+  void Close();
+
+  int64_t job_id() const { return job_id_; }
+  int64_t client_id() const { return client_id_; }
+  // Non-empty when the dispatcher warned (e.g. the named job had already finished).
+  const std::string& warning() const { return warning_; }
+  // Tasks dropped because their worker could not be reached.
+  int64_t tasks_dropped() const;
+
+ private:
+  struct TaskState {
+    std::string address;
+    std::unique_ptr<DataTransferClient> client;
+    bool ended = false;
+    bool in_flight = false;
+    int failures = 0;
+    absl::Time retry_after = absl::InfinitePast();
+  };
+
+  Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
+  void HeartbeatLoop();
+  absl::Status HeartbeatOnce();
+  void FetchLoop();
+  bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ReaderOptions options_;
+  const std::unique_ptr<DispatcherClient> dispatcher_;
+  int64_t job_id_ = 0, client_id_ = 0;
+  std::string warning_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar fetch_cv_;  // fetchers waiting for a task or for room in ready_
+  std::map<int64_t, TaskState> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> listed_tasks_ ABSL_GUARDED_BY(mu_);  // as of the last heartbeat
+  bool heard_ ABSL_GUARDED_BY(mu_) = false;                 // at least one heartbeat answered
+  bool iteration_finished_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t next_task_cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Element> ready_ ABSL_GUARDED_BY(mu_);
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tfdata::service

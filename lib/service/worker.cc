@@ -1,0 +1,225 @@
+#include "lib/service/worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "lib/service/dispatcher_state.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+namespace {
+
+absl::Mutex g_local_mu;
+std::map<std::string, std::weak_ptr<Worker>>& LocalWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_local_mu) {
+  static auto* workers = new std::map<std::string, std::weak_ptr<Worker>>();
+  return *workers;
+}
+
+}  // namespace
+
+// One task: a producer thread filling a bounded buffer from the task's pipeline.
+class Worker::Task {
+ public:
+  Task(const TaskDef& def, const WorkerConfig& config) : def_(def), config_(config) {
+    thread_ = std::thread([this] { Produce(); });
+  }
+  ~Task() {
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
+    thread_.join();
+  }
+
+  const TaskDef& def() const { return def_; }
+  bool Finished() {
+    absl::MutexLock lock(&mu_);
+    return done_;
+  }
+
+  absl::StatusOr<GetElementsResult> Get(const GetElementsRequest& req) {
+    const absl::Duration timeout = absl::Milliseconds(req.timeout_ms() > 0 ? req.timeout_ms() : 1000);
+    const int64_t max_elements = req.max_elements() > 0 ? req.max_elements() : 1024;
+    const int64_t max_bytes = req.max_bytes() > 0 ? req.max_bytes() : (8 << 20);
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !buffer_.empty() || done_ || cancelled_; };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+    GetElementsResult result;
+    if (cancelled_) return absl::NotFoundError(absl::StrCat(TaskName(def_.task_id()), " was stopped on this worker"));
+    int64_t bytes = 0;
+    while (!buffer_.empty() && static_cast<int64_t>(result.elements.size()) < max_elements &&
+           (result.elements.empty() || bytes + buffer_.front().bytes <= max_bytes)) {
+      bytes += buffer_.front().bytes;
+      buffered_bytes_ -= buffer_.front().bytes;
+      result.elements.push_back(std::move(buffer_.front().element));
+      buffer_.pop_front();
+    }
+    if (buffer_.empty() && done_) {
+      if (!error_.ok() && result.elements.empty()) return error_;
+      result.end_of_sequence = error_.ok();
+    }
+    return result;
+  }
+
+ private:
+  struct Buffered {
+    Element element;
+    int64_t bytes;
+  };
+
+  void Produce() {
+    absl::Status st = Run();
+    absl::MutexLock lock(&mu_);
+    if (!st.ok()) {
+      error_ = absl::Status(st.code(), absl::StrCat(TaskName(def_.task_id()), " of dataset ", def_.dataset_id(), ": ",
+                                                    st.message()));
+      spdlog::error("worker: {}", std::string(error_.message()));
+    }
+    done_ = true;
+  }
+
+  absl::Status Run() {
+    auto dataset = BuildDataset(def_.pipeline(), config_.build_options,
+                                PipelineSource{absl::StrCat("dataset ", def_.dataset_id()), nullptr});
+    if (!dataset.ok()) return dataset.status();
+    auto it = (*dataset)->MakeIterator(IteratorContext{});
+    if (!it.ok()) return it.status();
+    auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return cancelled_ || (static_cast<int64_t>(buffer_.size()) < config_.buffer_elements &&
+                            buffered_bytes_ < config_.buffer_bytes);
+    };
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(&has_room));
+        if (cancelled_) return absl::OkStatus();
+      }
+      Element e;
+      auto more = (*it)->Next(&e);
+      if (!more.ok()) return more.status();
+      if (!*more) return absl::OkStatus();
+      const int64_t bytes = static_cast<int64_t>(ElementByteSize(e));
+      absl::MutexLock lock(&mu_);
+      buffered_bytes_ += bytes;
+      buffer_.push_back(Buffered{std::move(e), bytes});
+    }
+  }
+
+  const TaskDef def_;
+  const WorkerConfig& config_;
+  absl::Mutex mu_;
+  std::deque<Buffered> buffer_ ABSL_GUARDED_BY(mu_);
+  int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+Worker::Worker(WorkerConfig config, std::unique_ptr<DispatcherClient> dispatcher)
+    : config_(std::move(config)), dispatcher_(std::move(dispatcher)) {}
+
+Worker::~Worker() { Stop(); }
+
+void Worker::Start() {
+  {
+    absl::MutexLock lock(&g_local_mu);
+    LocalWorkers()[config_.worker_address] = weak_from_this();
+  }
+  heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+void Worker::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  {
+    absl::MutexLock lock(&g_local_mu);
+    auto it = LocalWorkers().find(config_.worker_address);
+    if (it != LocalWorkers().end() && (it->second.expired() || it->second.lock().get() == this)) {
+      LocalWorkers().erase(it);
+    }
+  }
+  std::map<int64_t, std::shared_ptr<Task>> tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;
+    tasks.swap(tasks_);
+  }
+  tasks.clear();  // joins the producer threads outside mu_
+}
+
+std::shared_ptr<Worker> Worker::FindLocal(const std::string& address) {
+  absl::MutexLock lock(&g_local_mu);
+  auto it = LocalWorkers().find(address);
+  return it == LocalWorkers().end() ? nullptr : it->second.lock();
+}
+
+size_t Worker::NumTasks() const {
+  absl::MutexLock lock(&mu_);
+  return tasks_.size();
+}
+
+absl::StatusOr<GetElementsResult> Worker::GetElements(const GetElementsRequest& req) {
+  std::shared_ptr<Task> task;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return absl::UnavailableError(absl::StrCat("worker ", config_.worker_address, " is shutting down"));
+    auto it = tasks_.find(req.task_id());
+    if (it == tasks_.end()) {
+      return absl::NotFoundError(absl::StrCat("worker ", config_.worker_address, " has no ", TaskName(req.task_id())));
+    }
+    task = it->second;
+  }
+  return task->Get(req);
+}
+
+void Worker::HeartbeatLoop() {
+  absl::Duration backoff = absl::ZeroDuration();
+  bool failing = false;
+  do {
+    absl::Status st = Heartbeat();
+    if (!st.ok()) {
+      // Log the first failure and the recovery, not every retry.
+      if (!failing) spdlog::warn("worker {}: heartbeat to the dispatcher failed: {}", config_.worker_address, st.ToString());
+      failing = true;
+      backoff = std::min(std::max(backoff * 2, absl::Milliseconds(100)), config_.heartbeat_interval);
+    } else {
+      if (failing) spdlog::info("worker {}: dispatcher reachable again", config_.worker_address);
+      failing = false;
+      backoff = config_.heartbeat_interval;
+    }
+  } while (!stop_.WaitForNotificationWithTimeout(backoff));
+}
+
+absl::Status Worker::Heartbeat() {
+  absl::MutexLock hb(&heartbeat_mu_);
+  WorkerHeartbeatRequest req;
+  req.set_worker_address(config_.worker_address);
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, task] : tasks_) {
+      req.add_current_tasks(id);
+      if (task->Finished()) req.add_finished_tasks(id);
+    }
+  }
+  WorkerHeartbeatResponse resp;
+  if (auto st = dispatcher_->WorkerHeartbeat(req, &resp); !st.ok()) return st;
+  // Declared before the lock so that dropped tasks join their threads after mu_ is released.
+  std::vector<std::shared_ptr<Task>> dropped;
+  absl::MutexLock lock(&mu_);
+  if (stopped_) return absl::OkStatus();
+  for (int64_t id : resp.tasks_to_delete()) {
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) continue;
+    spdlog::info("worker {}: dropping {}", config_.worker_address, TaskName(id));
+    dropped.push_back(std::move(it->second));
+    tasks_.erase(it);
+  }
+  for (const TaskDef& def : resp.new_tasks()) {
+    if (tasks_.contains(def.task_id())) continue;
+    spdlog::info("worker {}: starting {} ({}, dataset {})", config_.worker_address, TaskName(def.task_id()),
+                 JobName(def.job_id()), def.dataset_id());
+    tasks_[def.task_id()] = std::make_shared<Task>(def, config_);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tfdata::service

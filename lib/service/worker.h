@@ -1,0 +1,80 @@
+// The worker core: runs tasks' pipelines and serves their elements, without any RPC code. The gRPC
+// adapter (grpc_worker_service.h) turns GetElements RPCs into calls here; heartbeats go to the
+// dispatcher through a DispatcherClient.
+//
+// Each task has a producer thread that iterates the task's pipeline into a bounded buffer of ready
+// elements; GetElements hands buffered elements to whichever request comes first, so readers
+// sharing a job split the stream without duplicates or losses.
+//
+// Thread-safe. Create with std::make_shared (the in-process data plane holds shared references);
+// Start() begins heartbeating, Stop() (also run by the destructor) ends the heartbeats and every
+// task's thread, after which GetElements returns UNAVAILABLE.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "lib/pipeline/builder.h"
+#include "lib/service/data_transfer.h"
+#include "lib/service/dispatcher_client.h"
+
+namespace tfdata::service {
+
+struct WorkerConfig {
+  // The address readers reach this worker at ("host:port"), sent with every heartbeat.
+  std::string worker_address;
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // Bounds of each task's buffer of ready elements.
+  int64_t buffer_elements = 1024;
+  int64_t buffer_bytes = 64 << 20;
+  BuildOptions build_options;
+};
+
+class Worker : public std::enable_shared_from_this<Worker> {
+ public:
+  Worker(WorkerConfig config, std::unique_ptr<DispatcherClient> dispatcher);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Sets the address sent with heartbeats (when it is known only after binding). Before Start().
+  void SetAddress(std::string address) { config_.worker_address = std::move(address); }
+  // Registers the worker for the in-process data plane under its address and starts heartbeating.
+  void Start();
+  void Stop();
+
+  absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req);
+
+  const std::string& address() const { return config_.worker_address; }
+  // Number of tasks the worker runs (tests).
+  size_t NumTasks() const;
+  // Sends one heartbeat now and applies the reply (the heartbeat thread calls this periodically).
+  absl::Status Heartbeat();
+
+  // The worker of this process listening at `address`, if any (the "local" data plane).
+  static std::shared_ptr<Worker> FindLocal(const std::string& address);
+
+ private:
+  class Task;
+  void HeartbeatLoop();
+
+  WorkerConfig config_;  // worker_address is fixed once Start() ran
+  const std::unique_ptr<DispatcherClient> dispatcher_;
+  mutable absl::Mutex mu_;
+  std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Serializes heartbeats (the loop and explicit calls).
+  absl::Mutex heartbeat_mu_;
+  absl::Notification stop_;
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace tfdata::service
