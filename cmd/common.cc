@@ -42,6 +42,7 @@ BuildOptions LocalBuildOptions() {
 
 #include "lib/output/element_writer.h"
 #include "lib/output/run_stats.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {
@@ -66,10 +67,10 @@ absl::Status ApplyLogLevel(const std::string& level) {
     return absl::InvalidArgumentError(
         fmt::format("--log-level: \"{}\" is not a level (trace, debug, info, warn, error, off)", level));
   }
+  // Logs go to stderr: stdout carries the elements (and the servers' address line).
+  if (spdlog::get("tfdata") == nullptr) spdlog::set_default_logger(spdlog::stderr_color_mt("tfdata"));
   spdlog::set_level(l);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
-  // Logs go to stderr: stdout carries the elements.
-  spdlog::set_default_logger(spdlog::default_logger()->clone("tfdata"));
   return absl::OkStatus();
 }
 

@@ -14,7 +14,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 
 absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view what) {
   if (status.ok()) return absl::OkStatus();
-  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  auto code = static_cast<absl::StatusCode>(status.error_code());
+  // We never cancel our own calls, so CANCELLED means the server went away mid-call (shutdown).
+  if (code == absl::StatusCode::kCancelled) code = absl::StatusCode::kUnavailable;
   const bool transport = code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded;
   if (transport && !what.empty()) {
     return absl::Status(code, absl::StrCat(std::string(what), ": ", code == absl::StatusCode::kDeadlineExceeded

@@ -1,0 +1,83 @@
+// DispatcherState: the only mutator is Apply, which rejects inconsistent records unchanged.
+#include <catch2/catch.hpp>
+
+#include "google/protobuf/text_format.h"
+#include "lib/service/dispatcher_state.h"
+
+using namespace tfdata::service;
+
+namespace {
+
+Update U(const std::string& text) {
+  Update u;
+  REQUIRE(google::protobuf::TextFormat::ParseFromString(text, &u));
+  return u;
+}
+
+const char* kRecords[] = {
+    R"(register_dataset { dataset_id: "1" fingerprint: "f1" pipeline { op { range { stop: 3 } } } })",
+    R"(register_worker { worker_address: "w1:1" })",
+    R"(create_job { job_id: 1 dataset_id: "1" mode: PARALLEL_EPOCHS job_name: "j" })",
+    R"(create_iteration { iteration_id: 1 job_id: 1 repetition: 0 })",
+    R"(create_task { task_id: 1 iteration_id: 1 worker_address: "w1:1" })",
+    R"(acquire_client { client_id: 1 iteration_id: 1 })",
+    R"(register_worker { worker_address: "w2:1" })",
+    R"(create_task { task_id: 2 iteration_id: 1 worker_address: "w2:1" })",
+    R"(finish_task { task_id: 1 })",
+};
+
+}  // namespace
+
+TEST_CASE("dispatcher state: records build jobs, tasks and clients", "[dispatcher_state]") {
+  DispatcherState s;
+  for (const char* r : kRecords) REQUIRE(s.Apply(U(r)).ok());
+  CHECK(s.FindJobByName("j")->id == 1);
+  CHECK(s.FindIteration(1)->tasks.size() == 2);
+  CHECK(*s.ClientIteration(1) == 1);
+  CHECK_FALSE(s.IterationFinished(1));
+  CHECK(s.ActiveIterations() == std::vector<int64_t>{1});
+  CHECK(s.NextTaskId() == 3);
+  CHECK(s.NextDatasetId() == "2");
+  // Losing worker 2 removes its task: the remaining (finished) task finishes the iteration.
+  REQUIRE(s.Apply(U(R"(remove_worker { worker_address: "w2:1" })")).ok());
+  CHECK(s.FindTask(2) == nullptr);
+  CHECK(s.IterationFinished(1));
+  CHECK(s.ActiveIterations().empty());
+  REQUIRE(s.Apply(U("release_client { client_id: 1 }")).ok());
+  REQUIRE(s.Apply(U("garbage_collect_iteration { iteration_id: 1 }")).ok());
+  CHECK(s.FindTask(1) == nullptr);
+  CHECK(s.FindIteration(1)->garbage_collected);
+  CHECK(s.FindJobByName("j") != nullptr);  // kept, so reusing the name can warn
+}
+
+TEST_CASE("dispatcher state: inconsistent records are rejected", "[dispatcher_state]") {
+  DispatcherState s;
+  for (const char* r : kRecords) REQUIRE(s.Apply(U(r)).ok());
+  for (const char* bad : {
+           R"(register_dataset { dataset_id: "1" fingerprint: "x" })",          // id taken
+           R"(register_worker { worker_address: "w1:1" })",                     // twice
+           R"(create_job { job_id: 5 dataset_id: "1" })",                       // id out of order
+           R"(create_job { job_id: 2 dataset_id: "nope" })",                    // unknown dataset
+           R"(create_job { job_id: 2 dataset_id: "1" job_name: "j" })",         // name taken
+           R"(create_task { task_id: 3 iteration_id: 1 worker_address: "w1:1" })",  // second task on w1
+           R"(create_task { task_id: 3 iteration_id: 9 worker_address: "w1:1" })",  // unknown iteration
+           R"(finish_task { task_id: 42 })",
+           R"(release_client { client_id: 7 })",
+           R"(remove_worker { worker_address: "zz:1" })",
+           "",
+       }) {
+    INFO(bad);
+    CHECK(absl::IsFailedPrecondition(s.Apply(U(bad))));
+  }
+  CHECK(s.NextJobId() == 2);
+  CHECK(s.FindIteration(1)->tasks.size() == 2);
+}
+
+TEST_CASE("dispatcher state: assigned dataset ids skip ids users chose", "[dispatcher_state]") {
+  DispatcherState s;
+  REQUIRE(s.Apply(U(R"(register_dataset { dataset_id: "1" fingerprint: "a" })")).ok());
+  REQUIRE(s.Apply(U(R"(register_dataset { dataset_id: "2" fingerprint: "b" })")).ok());
+  REQUIRE(s.Apply(U(R"(register_dataset { dataset_id: "mine" fingerprint: "c" })")).ok());
+  CHECK(s.NextDatasetId() == "3");
+  CHECK(s.FindDatasetByFingerprint("c")->id == "mine");
+}

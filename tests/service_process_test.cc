@@ -1,0 +1,217 @@
+// The service as real processes started from the built binary: dispatcher, workers, readers;
+// SIGKILL and SIGTERM.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "tests/test_util.h"
+
+using namespace tfdata::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A tfdata process in the background; stdout and stderr go to files. Killed (SIGKILL) by the
+// destructor if still running.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const std::string& log_prefix) : out_(log_prefix + ".out"), err_(log_prefix + ".err") {
+    pid_ = fork();
+    if (pid_ == 0) {
+      int in = open("/dev/null", O_RDONLY);
+      int out = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(in, 0);
+      dup2(out, 1);
+      dup2(err, 2);
+      std::vector<char*> argv;
+      std::string bin = TFDATA_BINARY;
+      argv.push_back(bin.data());
+      std::vector<std::string> copy = args;
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+  // Exit code, or -signal.
+  int Wait() {
+    if (!exited_) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      exited_ = true;
+      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    }
+    return code_;
+  }
+  std::string out() const { return ReadFile(out_); }
+  std::string err() const { return ReadFile(err_); }
+
+ private:
+  std::string out_, err_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = 0;
+};
+
+// Waits for a --port-file to appear; returns the port.
+std::string WaitForPort(const std::string& path) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream in(path);
+    std::string port;
+    if (in >> port) return port;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  FAIL("no port file " << path);
+  return "";
+}
+
+std::map<std::string, int> LineCounts(const std::string& text) {
+  std::map<std::string, int> counts;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    ++counts[text.substr(start, end - start)];
+    start = end + 1;
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("processes: dispatcher, two workers, register and read", "[service][process]") {
+  TempDir dir;
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--host", "127.0.0.1"},
+                     dir.Join("d"));
+  const std::string addr = "localhost:" + WaitForPort(dir.Join("d.port"));
+  CHECK_THAT(dispatcher.out(), Catch::Contains("dispatcher listening on grpc://127.0.0.1:"));
+  Process w1({"worker", "--dispatcher", "grpc://" + addr, "--port-file", dir.Join("w1.port"),
+              "--heartbeat-interval", "100ms"}, dir.Join("w1"));
+  WaitForPort(dir.Join("w1.port"));
+
+  auto reg = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr});
+  REQUIRE(reg.exit_code == 0);
+  CHECK(reg.out == "1\n");
+  auto again = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr});
+  CHECK(again.out == "1\n");
+  auto chosen = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--dataset-id", "r10"});
+  CHECK(chosen.out == "r10\n");
+  WriteFile(dir.Join("r5.pbtxt"), "op { range { stop: 5 } }");
+  auto conflict = RunTfdata({"register", dir.Join("r5.pbtxt"), "--dispatcher", addr, "--dataset-id", "r10"});
+  CHECK(conflict.exit_code == 1);
+  CHECK_THAT(conflict.err, Catch::Contains("\"r10\" is already bound to a different pipeline"));
+
+  // The seed example through the service.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the worker's first heartbeat
+  auto read = RunTfdata({"read", "--dispatcher", addr, "--dataset-id", "1"});
+  CHECK(read.exit_code == 0);
+  CHECK(read.out == "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+  CHECK_THAT(read.err, Catch::Contains("10 elements"));
+
+  Process w2({"worker", "--dispatcher", addr, "--port-file", dir.Join("w2.port"), "--heartbeat-interval", "100ms"},
+             dir.Join("w2"));
+  WaitForPort(dir.Join("w2.port"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto twice = RunTfdata({"read", "--dispatcher", addr, SourcePath("examples/range.pbtxt"), "-q"});
+  CHECK(twice.exit_code == 0);
+  auto counts = LineCounts(twice.out);
+  CHECK(counts.size() == 10);
+  for (const auto& [line, n] : counts) CHECK(n == 2);
+
+  auto unknown = RunTfdata({"read", "--dispatcher", addr, "--dataset-id", "nope"});
+  CHECK(unknown.exit_code == 1);
+  CHECK_THAT(unknown.err, Catch::Contains("unknown dataset \"nope\""));
+  auto bad_mode = RunTfdata({"read", "--dispatcher", addr, "--dataset-id", "1", "--mode", "sideways"});
+  CHECK(bad_mode.exit_code == 2);
+  CHECK_THAT(bad_mode.err, Catch::Contains("--mode: unknown processing mode \"sideways\""));
+  CHECK_THAT(dispatcher.err(), Catch::Contains("worker localhost:"));
+  CHECK_THAT(dispatcher.err(), Catch::Contains("registered"));
+}
+
+TEST_CASE("processes: a worker killed with SIGKILL mid-job; the read finishes from the other", "[service][process]") {
+  TempDir dir;
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-timeout", "1s"},
+                     dir.Join("d"));
+  const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+  Process w1({"worker", "--dispatcher", addr, "--port-file", dir.Join("w1.port"), "--heartbeat-interval", "100ms"},
+             dir.Join("w1"));
+  auto w2 = std::make_unique<Process>(std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file",
+                                                               dir.Join("w2.port"), "--heartbeat-interval", "100ms"},
+                                      dir.Join("w2"));
+  WaitForPort(dir.Join("w1.port"));
+  WaitForPort(dir.Join("w2.port"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // 2000 elements at 1 ms each: about 2 s per worker.
+  WriteFile(dir.Join("slow.pbtxt"), "op { range { stop: 2000 } } op { map { fn { sleep { micros: 1000 } } } }");
+  Process reader({"read", "--dispatcher", addr, dir.Join("slow.pbtxt")}, dir.Join("r"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  w2->Signal(SIGKILL);
+  CHECK(w2->Wait() == -SIGKILL);
+  CHECK(reader.Wait() == 0);
+  auto counts = LineCounts(reader.out());
+  CHECK(counts.size() == 2000);  // the surviving worker's whole pass
+  int total = 0;
+  for (const auto& [line, n] : counts) total += n;
+  CHECK(total < 4000);
+  CHECK_THAT(reader.err(), Catch::Contains("1 task(s) dropped"));
+}
+
+TEST_CASE("processes: SIGTERM stops servers and readers promptly", "[service][process]") {
+  TempDir dir;
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port")}, dir.Join("d"));
+  const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+  Process worker({"worker", "--dispatcher", addr, "--port-file", dir.Join("w.port"), "--heartbeat-interval", "100ms"},
+                 dir.Join("w"));
+  WaitForPort(dir.Join("w.port"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  WriteFile(dir.Join("inf.pbtxt"), "op { range { stop: 10 } } op { repeat {} }");
+  Process reader({"read", "--dispatcher", addr, dir.Join("inf.pbtxt"), "--format", "null"}, dir.Join("r"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (Process* p : {&reader, &worker, &dispatcher}) {
+    const auto start = Clock::now();
+    p->Signal(SIGTERM);
+    const int code = p->Wait();
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    INFO("stopped in " << elapsed << " ms");
+    CHECK((code == 0 || code == 130));
+    // A hang would be tens of seconds (gRPC reconnect loops); this bound only separates prompt from stuck.
+    CHECK(elapsed < 5000);
+  }
+  CHECK_THAT(reader.err(), Catch::Contains("(interrupted)"));
+}
+
+TEST_CASE("processes: unreachable addresses and bad flags fail fast with clear errors", "[service][process]") {
+  auto read = RunTfdata({"read", "--dispatcher", "127.0.0.1:1", "--dataset-id", "1"});
+  CHECK(read.exit_code == 1);
+  CHECK_THAT(read.err, Catch::Contains("dispatcher 127.0.0.1:1"));
+  CHECK_THAT(read.err, Catch::Contains("unreachable"));
+  auto reg = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", "nonsense"});
+  CHECK(reg.exit_code == 2);
+  CHECK_THAT(reg.err, Catch::Contains("--dispatcher: \"nonsense\" is not an address"));
+  auto dur = RunTfdata({"dispatcher", "--worker-timeout", "soon"});
+  CHECK(dur.exit_code == 2);
+  CHECK_THAT(dur.err, Catch::Contains("--worker-timeout: \"soon\" is not a duration"));
+  auto local = RunTfdata({"local", SourcePath("examples/range.pbtxt"), "--workers", "2", "-q"});
+  CHECK(local.exit_code == 0);
+  auto counts = LineCounts(local.out);
+  CHECK(counts.size() == 10);
+  for (const auto& [line, n] : counts) CHECK(n == 2);
+  auto seed = RunTfdata({"local", SourcePath("examples/range.pbtxt")});
+  CHECK(seed.out == "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+}

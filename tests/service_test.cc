@@ -1,0 +1,216 @@
+// The service in one process: a real dispatcher and real workers on loopback (TestCluster).
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "lib/service/grpc_dispatcher.h"
+#include "lib/service/grpc_util.h"
+#include "tests/test_cluster.h"
+#include "tests/test_util.h"
+
+using namespace tfdata;
+using namespace tfdata::testing;
+
+namespace {
+
+std::map<int64_t, int> Counts(const std::vector<int64_t>& values) {
+  std::map<int64_t, int> counts;
+  for (int64_t v : values) ++counts[v];
+  return counts;
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, int ms = 3000) {
+  for (int i = 0; i < ms / 5; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+}  // namespace
+
+TEST_CASE("service: the seed example reads 0..9 through one worker", "[service]") {
+  TestCluster cluster(1);
+  const std::string id = cluster.Register("op { range { stop: 10 } }");
+  for (const std::string protocol : {"grpc", "local"}) {
+    INFO(protocol);
+    auto reader = cluster.NewReader(id, "", protocol);
+    REQUIRE(reader.ok());
+    CHECK(Int64Scalars(ReadAll(**reader)) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  }
+}
+
+TEST_CASE("service: parallel_epochs with two workers gives each element twice", "[service]") {
+  TestCluster cluster(2);
+  const std::string id = cluster.Register("op { range { stop: 1000 } } op { batch { batch_size: 10 } } op { unbatch {} }");
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  auto counts = Counts(Int64Scalars(ReadAll(**reader)));
+  REQUIRE(counts.size() == 1000);
+  for (const auto& [v, n] : counts) CHECK(n == 2);
+}
+
+TEST_CASE("service: readers sharing a job name split the elements, none twice", "[service]") {
+  TestCluster cluster(2);
+  const std::string id = cluster.Register("op { range { stop: 20000 } }");
+  auto a = cluster.NewReader(id, "shared");
+  auto b = cluster.NewReader(id, "shared");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK((*a)->job_id() == (*b)->job_id());
+  // Catch's macros are not thread-safe: the threads only collect.
+  std::vector<Element> ea, eb;
+  absl::Status sa, sb;
+  auto collect = [](service::Reader& r, std::vector<Element>* out, absl::Status* st) {
+    Element e;
+    while (true) {
+      auto more = r.Next(&e);
+      if (!more.ok() || !*more) {
+        *st = more.status();
+        return;
+      }
+      out->push_back(e);
+    }
+  };
+  std::thread ta(collect, std::ref(**a), &ea, &sa);
+  std::thread tb(collect, std::ref(**b), &eb, &sb);
+  ta.join();
+  tb.join();
+  REQUIRE(sa.ok());
+  REQUIRE(sb.ok());
+  auto values = Int64Scalars(ea);
+  auto vb = Int64Scalars(eb);
+  values.insert(values.end(), vb.begin(), vb.end());
+  auto counts = Counts(values);
+  REQUIRE(counts.size() == 20000);  // the union is everything the two workers produced...
+  for (const auto& [v, n] : counts) CHECK(n == 2);  // ...once per worker, none duplicated by sharing
+  CHECK(!ea.empty());
+  CHECK(!eb.empty());
+}
+
+TEST_CASE("service: a worker added mid-job gets a task from the beginning", "[service]") {
+  TestCluster cluster(1);
+  const std::string id = cluster.Register("op { range { stop: 50000 } }");
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  Element e;
+  for (int i = 0; i < 10; ++i) REQUIRE(*(*reader)->Next(&e));
+  cluster.AddWorker();
+  auto rest = Int64Scalars(ReadAll(**reader));
+  CHECK(rest.size() + 10 == 100000);
+  auto counts = Counts(rest);
+  CHECK(counts.size() == 50000);
+}
+
+TEST_CASE("service: a worker stopped mid-job is dropped and the read finishes from the others", "[service]") {
+  TestCluster cluster(2);
+  const std::string id = cluster.Register("op { range { stop: 50000 } }");
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  std::vector<Element> first(10);
+  for (Element& e : first) REQUIRE(*(*reader)->Next(&e));
+  cluster.StopWorker(1);
+  auto rest = Int64Scalars(ReadAll(**reader));
+  for (int64_t v : Int64Scalars(first)) rest.push_back(v);
+  CHECK((*reader)->tasks_dropped() == 1);
+  // Worker 0 delivered its whole pass; worker 1 only part of it.
+  auto counts = Counts(rest);
+  CHECK(counts.size() == 50000);
+  CHECK(rest.size() < 100000);
+  // The dispatcher declares the stopped worker lost after --worker-timeout.
+  CHECK(WaitFor([&] { return cluster.dispatcher().NumWorkers() == 1; }));
+}
+
+TEST_CASE("service: registering datasets: same pipeline same id, chosen ids, conflicts", "[service]") {
+  TestCluster cluster(0);
+  const std::string a = cluster.Register("op { range { stop: 10 } }");
+  CHECK(cluster.Register("op { range { stop: 10 } }") == a);
+  CHECK(cluster.Register("op { range { stop: 11 } }") != a);
+  CHECK(cluster.Register("op { range { stop: 10 } }", "mine") == "mine");
+  CHECK(cluster.Register("op { range { stop: 10 } }", "mine") == "mine");
+  auto client = cluster.NewDispatcherClient();
+  service::RegisterDatasetRequest req;
+  req.mutable_pipeline()->add_op()->mutable_range()->set_stop(99);
+  req.set_dataset_id("mine");
+  service::RegisterDatasetResponse resp;
+  auto st = client->RegisterDataset(req, &resp);
+  CHECK(absl::IsAlreadyExists(st));
+  CHECK_THAT(std::string(st.message()), Catch::Contains("\"mine\" is already bound to a different pipeline"));
+  req.set_dataset_id("bad id!");
+  CHECK(absl::IsInvalidArgument(client->RegisterDataset(req, &resp)));
+  req.clear_pipeline();
+  req.clear_dataset_id();
+  CHECK(absl::IsInvalidArgument(client->RegisterDataset(req, &resp)));
+}
+
+TEST_CASE("service: job names: another dataset is an error, a finished job warns", "[service]") {
+  TestCluster cluster(1);
+  const std::string a = cluster.Register("op { range { stop: 3 } }");
+  const std::string b = cluster.Register("op { range { stop: 4 } }");
+  auto first = cluster.NewReader(a, "job");
+  REQUIRE(first.ok());
+  CHECK(Int64Scalars(ReadAll(**first)).size() == 3);
+  auto other = cluster.NewReader(b, "job");
+  REQUIRE(absl::IsInvalidArgument(other.status()));
+  CHECK_THAT(std::string(other.status().message()), Catch::Contains("job name \"job\" is used by job 1"));
+  CHECK(WaitFor([&] {
+    service::ClientHeartbeatRequest req;
+    req.set_client_id((*first)->client_id());
+    service::ClientHeartbeatResponse resp;
+    return cluster.NewDispatcherClient()->ClientHeartbeat(req, &resp).ok() && resp.iteration_finished();
+  }));
+  auto again = cluster.NewReader(a, "job");
+  REQUIRE(again.ok());
+  CHECK_THAT((*again)->warning(), Catch::Contains("has already finished"));
+  CHECK(ReadAll(**again).empty());
+}
+
+TEST_CASE("service: released jobs are garbage-collected and workers drop their tasks", "[service]") {
+  TestCluster cluster(1);
+  const std::string id = cluster.Register("op { range { stop: 1000000 } }");
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  Element e;
+  REQUIRE(*(*reader)->Next(&e));
+  CHECK(cluster.worker(0).worker()->NumTasks() == 1);
+  (*reader)->Close();
+  CHECK(WaitFor([&] { return cluster.worker(0).worker()->NumTasks() == 0; }, 6000));
+}
+
+TEST_CASE("service: an unreachable dispatcher is a clear error in bounded time", "[service]") {
+  const auto start = std::chrono::steady_clock::now();
+  service::ReaderOptions options;
+  options.dataset_id = "1";
+  auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>("127.0.0.1:1"));
+  REQUIRE(!reader.ok());
+  CHECK(absl::IsUnavailable(reader.status()));
+  CHECK_THAT(std::string(reader.status().message()), Catch::Contains("dispatcher 127.0.0.1:1"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(6));  // the client deadline, not a hang
+}
+
+TEST_CASE("service: a pipeline error on a worker reaches the reader", "[service]") {
+  TestCluster cluster(1);
+  TempDir dir;
+  WriteFile(dir.Join("bad.tfrecord"), "not a tfrecord");
+  const std::string id = cluster.Register("op { tfrecord { file: \"" + dir.Join("bad.tfrecord") + "\" } }");
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  Element e;
+  auto st = (*reader)->Next(&e);
+  REQUIRE(!st.ok());
+  CHECK_THAT(std::string(st.status().message()), Catch::Contains("bad.tfrecord"));
+}
+
+TEST_CASE("service: addresses", "[service]") {
+  CHECK(*service::ParseAddress("grpc://host:5050") == "host:5050");
+  CHECK(*service::ParseAddress("localhost:1") == "localhost:1");
+  CHECK(*service::ParseAddress("[::1]:80") == "[::1]:80");
+  for (const char* bad : {"host", "host:", ":80", "host:0", "host:70000", "host:x"}) {
+    INFO(bad);
+    CHECK(absl::IsInvalidArgument(service::ParseAddress(bad, "--dispatcher").status()));
+  }
+}

@@ -1,0 +1,55 @@
+// A test-only in-process cluster: a real dispatcher and N real workers (gRPC servers on port 0 on
+// loopback), with workers that can be added, stopped and restarted. Not thread-safe: one test
+// thread drives it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/service/reader.h"
+#include "lib/service/server.h"
+
+namespace tfdata::testing {
+
+class TestCluster {
+ public:
+  // Short heartbeats and time-outs so that tests about loss and joins run fast.
+  explicit TestCluster(int num_workers, service::DispatcherConfig config = FastConfig());
+  ~TestCluster();
+
+  static service::DispatcherConfig FastConfig();
+
+  const std::string& dispatcher_address() const { return dispatcher_address_; }
+  service::Dispatcher& dispatcher() { return dispatcher_->dispatcher(); }
+  std::unique_ptr<service::DispatcherClient> NewDispatcherClient() const;
+
+  // Starts one more worker and waits until the dispatcher knows it. Returns its index.
+  size_t AddWorker();
+  void StopWorker(size_t index);
+  // Starts a stopped worker again (on a new port: a new worker to the dispatcher).
+  void RestartWorker(size_t index);
+  service::WorkerServer& worker(size_t index) { return *workers_.at(index); }
+  size_t num_workers() const { return workers_.size(); }
+
+  // Registers an inline pipeline (text format); REQUIREs success.
+  std::string Register(const std::string& pipeline_text, const std::string& dataset_id = "");
+  // A reader of `dataset_id`.
+  absl::StatusOr<std::unique_ptr<service::Reader>> NewReader(const std::string& dataset_id,
+                                                             const std::string& job_name = "",
+                                                             const std::string& protocol = "grpc");
+
+ private:
+  std::unique_ptr<service::WorkerServer> StartWorker();
+  void WaitForWorkers(size_t n);
+
+  std::unique_ptr<service::DispatcherServer> dispatcher_;
+  std::string dispatcher_address_;
+  std::vector<std::unique_ptr<service::WorkerServer>> workers_;
+  size_t running_ = 0;
+};
+
+// Reads a reader to its end; REQUIREs no error.
+std::vector<Element> ReadAll(service::Reader& reader);
+
+}  // namespace tfdata::testing
