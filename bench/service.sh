@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Data-plane benchmark: one worker process -> one reader process over loopback gRPC, and the same
+# pipelines in process (`tfdata run`) and through `tfdata local` (in-process data plane).
+# Prints the summary line of each run. Usage: bench/service.sh [SCALARS] [MIB_ELEMENTS].
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scalars="${1:-5000000}"
+mib="${2:-3000}"
+scripts/build.sh >/dev/null
+bin=./build/tfdata
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+$bin dispatcher --port 0 --port-file "$tmp/d" --host 127.0.0.1 --log-level warn >/dev/null &
+while [ ! -s "$tmp/d" ]; do sleep 0.05; done
+addr="127.0.0.1:$(cat "$tmp/d")"
+$bin worker --dispatcher "$addr" --port-file "$tmp/w" --heartbeat-interval 100ms --log-level warn >/dev/null &
+while [ ! -s "$tmp/w" ]; do sleep 0.05; done
+sleep 0.3
+run() { echo "$1: $( { "${@:2}" --format null 2>&1 >/dev/null; } | tail -1)"; }
+for p in service_scalars:$scalars service_1mib:$mib; do
+  name=${p%%:*}; n=${p##*:}
+  run "$name in process (tfdata run)" $bin run "bench/pipelines/$name.pbtxt" --take "$n"
+  run "$name via worker process, grpc" $bin read --dispatcher "$addr" "bench/pipelines/$name.pbtxt" --take "$n"
+  run "$name tfdata local, local data plane" $bin local "bench/pipelines/$name.pbtxt" --take "$n"
+  run "$name tfdata local, grpc data plane" $bin local "bench/pipelines/$name.pbtxt" --take "$n" --transfer grpc
+done
+if command -v iperf3 >/dev/null; then
+  iperf3 -s -1 -p 5201 >/dev/null 2>&1 & sleep 0.3
+  echo "iperf3 loopback: $(iperf3 -c 127.0.0.1 -p 5201 -t 3 -f g | grep receiver | awk '{print $7, $8}')"
+fi
