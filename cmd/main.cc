@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   InstallSignalHandlers();
   CLI::App app{"tfdata: a standalone input-data service for machine learning (tf.data service, without TensorFlow)"};
   app.footer(
-      "Exit codes: 0 success; 1 the pipeline failed while running (bad data, corrupt file, I/O error);\n"
+      "Exit codes: 0 success; 1 the pipeline failed while running (bad data, corrupt file, I/O error)\n"
+      "or a dispatcher/worker could not be reached;\n"
       "2 bad command line; 3 the pipeline file cannot be read, parsed or validated; 130 interrupted.");
   app.require_subcommand(1);
   app.set_version_flag("--version", "tfdata 0.1.0");
