@@ -8,4 +8,5 @@ cmake --build build-tsa -j "$(nproc)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFDATA_SANITIZE="address;undefined" >/dev/null
 cmake --build build-asan -j "$(nproc)"
 cd build-asan
+export LSAN_OPTIONS="suppressions=$PWD/../scripts/lsan.supp:print_suppressions=0"
 ctest --output-on-failure -j "$(nproc)" --timeout 600

@@ -129,7 +129,7 @@ TEST_CASE("filter keeps elements whose predicate holds", "[ops]") {
              Catch::Contains("bool scalar"));
 }
 
-TEST_CASE("batch stacks elements; drop_remainder drops the short tail", "[ops]") {
+TEST_CASE("batch stacks elements, drop_remainder drops the short tail", "[ops]") {
   auto es = Elements("op { range { stop: 7 } } op { batch { batch_size: 3 } }");
   REQUIRE(es.size() == 3);
   CHECK(es[0][0] == Tensor::Vector<int64_t>({0, 1, 2}));

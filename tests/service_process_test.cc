@@ -144,7 +144,7 @@ TEST_CASE("processes: dispatcher, two workers, register and read", "[service][pr
   CHECK_THAT(dispatcher.err(), Catch::Contains("registered"));
 }
 
-TEST_CASE("processes: a worker killed with SIGKILL mid-job; the read finishes from the other", "[service][process]") {
+TEST_CASE("processes: a worker killed with SIGKILL mid-job, the read finishes from the other", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-timeout", "1s"},
                      dir.Join("d"));
