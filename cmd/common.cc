@@ -157,6 +157,11 @@ absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const 
   return resp.dataset_id();
 }
 
+int FailRegistration(const absl::Status& status) {
+  const bool file_problem = absl::IsInvalidArgument(status) || absl::IsNotFound(status);
+  return Fail(status, file_problem ? kExitBadPipeline : kExitRuntimeError);
+}
+
 absl::StatusOr<service::ProcessingMode> ParseModeFlag(const std::string& name) {
   if (name == "parallel_epochs" || name == "off") return service::PARALLEL_EPOCHS;
   return absl::InvalidArgumentError(

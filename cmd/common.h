@@ -85,6 +85,10 @@ absl::Status WritePortFile(const std::string& path, int port);
 absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const std::string& dataset_id,
                                                  service::DispatcherClient& dispatcher);
 
+// Reports a RegisterPipelineFile error: the file's problems exit with kExitBadPipeline, the
+// dispatcher's (unreachable, id conflict) with kExitRuntimeError.
+int FailRegistration(const absl::Status& status);
+
 // "parallel_epochs" -> PARALLEL_EPOCHS; InvalidArgument naming --mode otherwise.
 absl::StatusOr<service::ProcessingMode> ParseModeFlag(const std::string& name);
 

@@ -32,10 +32,7 @@ int RunLocal(const LocalFlags& f) {
   const std::string address = fmt::format("127.0.0.1:{}", dispatcher.port());
   service::GrpcDispatcherClient client(address);
   auto id = RegisterPipelineFile(f.pipeline, "", client);
-  if (!id.ok()) {
-    return Fail(id.status(),
-                absl::IsInvalidArgument(id.status()) || absl::IsNotFound(id.status()) ? kExitBadPipeline : kExitRuntimeError);
-  }
+  if (!id.ok()) return FailRegistration(id.status());
   std::vector<std::unique_ptr<service::WorkerServer>> workers;
   for (int i = 0; i < f.workers; ++i) {
     service::WorkerServerOptions options;

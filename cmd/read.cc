@@ -37,10 +37,7 @@ int RunRead(const ReadFlags& f) {
   if (!f.pipeline.empty()) {
     service::GrpcDispatcherClient client(*address);
     auto id = RegisterPipelineFile(f.pipeline, "", client);
-    if (!id.ok()) {
-      return Fail(id.status(), absl::IsInvalidArgument(id.status()) || absl::IsNotFound(id.status()) ? kExitBadPipeline
-                                                                                                      : kExitRuntimeError);
-    }
+    if (!id.ok()) return FailRegistration(id.status());
     options.dataset_id = *id;
   }
   options.mode = *mode;

@@ -19,9 +19,7 @@ int RunRegister(const RegisterFlags& f) {
   if (!dispatcher.ok()) return Fail(dispatcher.status(), kExitUsage);
   service::GrpcDispatcherClient client(*dispatcher);
   auto id = RegisterPipelineFile(f.pipeline, f.dataset_id, client);
-  if (!id.ok()) return Fail(id.status(), absl::IsInvalidArgument(id.status()) || absl::IsNotFound(id.status())
-                                             ? kExitBadPipeline
-                                             : kExitRuntimeError);
+  if (!id.ok()) return FailRegistration(id.status());
   fmt::print("{}\n", *id);
   return kExitOk;
 }
