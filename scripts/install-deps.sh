@@ -14,6 +14,10 @@ PACKAGES=(
 if [[ "${TFDATA_WITH_CLANG:-0}" == 1 ]]; then
   PACKAGES+=(clang libclang-rt-14-dev)
 fi
+# The benchmarks under bench/ compare against raw loopback TCP (iperf3).
+if [[ "${TFDATA_WITH_BENCH:-0}" == 1 ]]; then
+  PACKAGES+=(iperf3)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

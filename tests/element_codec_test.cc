@@ -126,29 +126,58 @@ TEST_CASE("codec decoding from a Buffer aliases numeric payloads", "[codec]") {
   CHECK_FALSE(DecodeElement(std::shared_ptr<Buffer>()).ok());
 }
 
-TEST_CASE("codec slices concatenate to the contiguous frame and reference large payloads", "[codec]") {
+std::string Join(const std::vector<std::pair<const void*, size_t>>& ranges) {
+  std::string joined;
+  for (const auto& [p, n] : ranges) joined.append(static_cast<const char*>(p), n);
+  return joined;
+}
+
+TEST_CASE("codec: FrameWriter ranges concatenate to the frames and reference large payloads", "[codec]") {
   std::vector<int64_t> big(5000);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int64_t>(i * 31);
   const Element e = {Tensor::Scalar<int8_t>(1), Tensor::Vector<int64_t>(big), Tensor::String("mid"),
                      Tensor::Vector<float>(std::vector<float>(2000, 0.25f)), Tensor::Vector<int32_t>({9})};
-  std::string header = "stale";
-  std::vector<std::pair<const void*, size_t>> slices;
-  REQUIRE(EncodeElementSlices(e, &header, &slices).ok());
-  std::string joined;
-  bool references_tensor = false;
-  for (const auto& [p, n] : slices) {
-    joined.append(static_cast<const char*>(p), n);
-    if (p == e[1].raw()) references_tensor = true;
+  FrameWriter w;
+  w.AppendBytes("hdr", 3);
+  REQUIRE(w.AppendElement(e).ok());
+  w.AppendBytes("|", 1);
+  REQUIRE(w.AppendElement(e).ok());
+  const auto ranges = w.Ranges();
+  const std::string frame = MustEncode(e);
+  CHECK(Join(ranges) == "hdr" + frame + "|" + frame);
+  CHECK(w.size() == 4 + 2 * frame.size());
+  int references = 0;
+  size_t copied = 0;
+  for (const auto& [p, n] : ranges) {
+    if (p == e[1].raw()) ++references;
+    if (p != e[1].raw() && p != e[3].raw()) copied += n;
   }
-  CHECK(joined == MustEncode(e));
-  CHECK(references_tensor);
-  CHECK(header.size() < 200);  // the large payloads were not copied
+  CHECK(references == 2);
+  CHECK(copied < 200);  // the large payloads were not copied
 
-  // Small elements come out as one slice of header storage.
-  REQUIRE(EncodeElementSlices({Tensor::Scalar<int64_t>(3)}, &header, &slices).ok());
-  REQUIRE(slices.size() == 1);
-  CHECK(std::string(static_cast<const char*>(slices[0].first), slices[0].second) ==
-        MustEncode({Tensor::Scalar<int64_t>(3)}));
+  // Small elements come out as one range of the writer's storage.
+  FrameWriter small;
+  for (int i = 0; i < 3; ++i) REQUIRE(small.AppendElement({Tensor::Scalar<int64_t>(i)}).ok());
+  REQUIRE(small.Ranges().size() == 1);
+  CHECK(Join(small.Ranges()) == MustEncode({Tensor::Scalar<int64_t>(0)}) + MustEncode({Tensor::Scalar<int64_t>(1)}) +
+                                    MustEncode({Tensor::Scalar<int64_t>(2)}));
+  FrameWriter bad;
+  CHECK_FALSE(bad.AppendElement({Tensor::Zeros(DType::kInt8, Shape(33, 1))}).ok());
+}
+
+TEST_CASE("codec: decoding a frame inside a larger buffer aliases it at the offset", "[codec]") {
+  const Element e = {Tensor::Vector<int64_t>({1, 2, 3}), Tensor::String("s")};
+  const std::string frame = MustEncode(e);
+  auto buffer = Buffer::Allocate(64 + frame.size() + 5);
+  std::memcpy(buffer->mutable_data() + 64, frame.data(), frame.size());
+  auto d = DecodeElement(buffer, 64, frame.size());
+  REQUIRE(d.ok());
+  CHECK(*d == e);
+  CHECK((*d)[0].buffer() == buffer);
+  CHECK((*d)[0].raw() > buffer->data() + 64);
+  // A range past the end, and a frame that does not fill its range, are errors.
+  CHECK(absl::IsInvalidArgument(DecodeElement(buffer, 64, frame.size() + 6).status()));
+  CHECK(absl::IsDataLoss(DecodeElement(buffer, 64, frame.size() + 1).status()));
 }
 
 TEST_CASE("codec rejects tensors of rank above 32", "[codec]") {

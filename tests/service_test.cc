@@ -92,6 +92,26 @@ TEST_CASE("service: readers sharing a job name split the elements, none twice", 
   CHECK(!eb.empty());
 }
 
+TEST_CASE("service: one task's elements arrive in order with several requests in flight", "[service]") {
+  TestCluster cluster(1);
+  const std::string id = cluster.Register("op { range { stop: 30000 } }");
+  for (const std::string protocol : {"grpc", "local"}) {
+    service::ReaderOptions options;
+    options.dataset_id = id;
+    options.protocol = protocol;
+    options.max_requests_per_task = 3;
+    options.max_elements_per_request = 7;  // many small responses racing each other
+    auto reader = cluster.NewReader(options);
+    REQUIRE(reader.ok());
+    auto values = Int64Scalars(ReadAll(**reader));
+    REQUIRE(values.size() == 30000);
+    bool in_order = true;
+    for (size_t i = 0; i < values.size(); ++i) in_order = in_order && values[i] == static_cast<int64_t>(i);
+    INFO(protocol);
+    CHECK(in_order);
+  }
+}
+
 TEST_CASE("service: a worker added mid-job gets a task from the beginning", "[service]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 50000 } }");
@@ -100,6 +120,8 @@ TEST_CASE("service: a worker added mid-job gets a task from the beginning", "[se
   Element e;
   for (int i = 0; i < 10; ++i) REQUIRE(*(*reader)->Next(&e));
   cluster.AddWorker();
+  // The first task cannot end before the reader consumes more, so this is still mid-job.
+  REQUIRE(WaitFor([&] { return (*reader)->num_tasks() == 2; }));
   auto rest = Int64Scalars(ReadAll(**reader));
   CHECK(rest.size() + 10 == 100000);
   auto counts = Counts(rest);

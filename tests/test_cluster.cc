@@ -88,6 +88,10 @@ absl::StatusOr<std::unique_ptr<service::Reader>> TestCluster::NewReader(const st
   options.dataset_id = dataset_id;
   options.job_name = job_name;
   options.protocol = protocol;
+  return NewReader(std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<service::Reader>> TestCluster::NewReader(service::ReaderOptions options) {
   options.heartbeat_interval = absl::Milliseconds(50);
   return service::Reader::Create(options, NewDispatcherClient());
 }

@@ -32,6 +32,8 @@ class TestCluster {
   service::WorkerServer& worker(size_t index) { return *workers_.at(index); }
   size_t num_workers() const { return workers_.size(); }
 
+  // A reader with these options (its heartbeat shortened like the cluster's).
+  absl::StatusOr<std::unique_ptr<service::Reader>> NewReader(service::ReaderOptions options);
   // Registers an inline pipeline (text format); REQUIREs success.
   std::string Register(const std::string& pipeline_text, const std::string& dataset_id = "");
   // A reader of `dataset_id`.

@@ -39,38 +39,6 @@ struct StringSink {
   void Payload(const void* p, size_t n) { Bytes(p, n); }
 };
 
-struct SliceSink {
-  struct Segment {
-    const void* external;  // nullptr: bytes [offset, offset + size) of storage
-    size_t offset;
-    size_t size;
-  };
-  std::string* storage;
-  std::vector<Segment> segments;
-  size_t pos = 0;
-
-  void Bytes(const void* p, size_t n) {
-    if (n == 0) return;
-    if (segments.empty() || segments.back().external != nullptr) segments.push_back({nullptr, storage->size(), 0});
-    storage->append(static_cast<const char*>(p), n);
-    segments.back().size += n;
-    pos += n;
-  }
-  void Payload(const void* p, size_t n) {
-    if (n < kMinSliceBytes) return Bytes(p, n);
-    segments.push_back({p, 0, n});
-    pos += n;
-  }
-  // Pointers into storage are taken only now, after it stopped growing (appends reallocate).
-  void Finish(std::vector<std::pair<const void*, size_t>>* slices) const {
-    slices->clear();
-    slices->reserve(segments.size());
-    for (const Segment& s : segments) {
-      slices->emplace_back(s.external != nullptr ? s.external : storage->data() + s.offset, s.size);
-    }
-  }
-};
-
 template <typename Sink>
 void PutVarint(Sink& sink, uint64_t v) {
   uint8_t buf[10];
@@ -157,7 +125,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-absl::StatusOr<Tensor> DecodeTensor(Reader& r, const std::shared_ptr<Buffer>& frame) {
+absl::StatusOr<Tensor> DecodeTensor(Reader& r, const std::shared_ptr<Buffer>& frame, size_t base) {
   const size_t start = r.pos();
   auto raw_dtype = r.Byte("dtype");
   if (!raw_dtype.ok()) return raw_dtype.status();
@@ -230,7 +198,7 @@ absl::StatusOr<Tensor> DecodeTensor(Reader& r, const std::shared_ptr<Buffer>& fr
   }
   const bool aligned = reinterpret_cast<uintptr_t>(r.here()) % size == 0;
   if (frame != nullptr && aligned && bytes > 0) {
-    auto t = Tensor::FromBuffer(dtype, std::move(shape), frame, r.pos(), bytes);
+    auto t = Tensor::FromBuffer(dtype, std::move(shape), frame, base + r.pos(), bytes);
     r.Skip(bytes);
     return t;
   }
@@ -240,8 +208,9 @@ absl::StatusOr<Tensor> DecodeTensor(Reader& r, const std::shared_ptr<Buffer>& fr
   return t;
 }
 
-// `frame`, when set, is the buffer that `data` points to the start of (for aliasing).
-absl::StatusOr<Element> Decode(const uint8_t* data, size_t size, const std::shared_ptr<Buffer>& frame) {
+// `frame`, when set, is the buffer that `data` points into, at `base` (for aliasing).
+absl::StatusOr<Element> Decode(const uint8_t* data, size_t size, const std::shared_ptr<Buffer>& frame,
+                               size_t base = 0) {
   Reader r(data, size);
   auto magic = r.Byte("magic byte");
   if (!magic.ok()) return magic.status();
@@ -259,7 +228,7 @@ absl::StatusOr<Element> Decode(const uint8_t* data, size_t size, const std::shar
   Element element;
   element.reserve(static_cast<size_t>(*count));
   for (uint64_t i = 0; i < *count; ++i) {
-    auto t = DecodeTensor(r, frame);
+    auto t = DecodeTensor(r, frame, base);
     if (!t.ok()) return t.status();
     element.push_back(*std::move(t));
   }
@@ -283,20 +252,59 @@ size_t EncodedSize(const Element& element) {
   return sink.pos;
 }
 
-absl::Status EncodeElementSlices(const Element& element, std::string* header_storage,
-                                 std::vector<std::pair<const void*, size_t>>* slices) {
-  header_storage->clear();
-  slices->clear();
+// Feeds one frame into a FrameWriter; `pos` is relative to the frame start, for alignment.
+struct FrameWriter::Sink {
+  FrameWriter* w;
+  size_t pos = 0;
+  void Bytes(const void* p, size_t n) {
+    w->AppendBytes(p, n);
+    pos += n;
+  }
+  void Payload(const void* p, size_t n) {
+    if (n < kMinSliceBytes) return Bytes(p, n);
+    w->segments_.push_back({p, 0, n});
+    w->size_ += n;
+    pos += n;
+  }
+};
+
+void FrameWriter::AppendBytes(const void* data, size_t size) {
+  if (size == 0) return;
+  if (segments_.empty() || segments_.back().external != nullptr) segments_.push_back({nullptr, storage_.size(), 0});
+  storage_.append(static_cast<const char*>(data), size);
+  segments_.back().size += size;
+  size_ += size;
+}
+
+absl::Status FrameWriter::AppendElement(const Element& element) {
   if (absl::Status s = CheckEncodable(element); !s.ok()) return s;
-  SliceSink sink{header_storage};
+  Sink sink{this};
   Encode(element, sink);
-  sink.Finish(slices);
   return absl::OkStatus();
+}
+
+// Pointers into storage_ are taken only now, after it stopped growing (appends reallocate).
+std::vector<std::pair<const void*, size_t>> FrameWriter::Ranges() const {
+  std::vector<std::pair<const void*, size_t>> ranges;
+  ranges.reserve(segments_.size());
+  for (const Segment& s : segments_) {
+    ranges.emplace_back(s.external != nullptr ? s.external : storage_.data() + s.offset, s.size);
+  }
+  return ranges;
 }
 
 absl::StatusOr<Element> DecodeElement(std::shared_ptr<Buffer> frame) {
   if (frame == nullptr) return absl::InvalidArgumentError("element frame: null buffer");
   return Decode(frame->data(), frame->size(), frame);
+}
+
+absl::StatusOr<Element> DecodeElement(std::shared_ptr<Buffer> buffer, size_t offset, size_t size) {
+  if (buffer == nullptr) return absl::InvalidArgumentError("element frame: null buffer");
+  if (offset > buffer->size() || size > buffer->size() - offset) {
+    return absl::InvalidArgumentError(
+        fmt::format("element frame: range [{}, +{}) is outside a buffer of {} bytes", offset, size, buffer->size()));
+  }
+  return Decode(buffer->data() + offset, size, buffer, offset);
 }
 
 absl::StatusOr<Element> DecodeElement(std::string_view bytes) {

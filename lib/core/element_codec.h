@@ -37,7 +37,7 @@
 namespace tfdata {
 
 inline constexpr uint8_t kElementFrameMagic = 0xE1;
-// Numeric payloads at least this large are referenced, not copied, by EncodeElementSlices.
+// Numeric payloads at least this large are referenced, not copied, by FrameWriter.
 inline constexpr size_t kMinSliceBytes = 4096;
 
 // Appends the frame of `element` to `*out` (the frame starts at out->size(); alignment is
@@ -47,19 +47,42 @@ absl::Status EncodeElement(const Element& element, std::string* out);
 // The exact number of bytes EncodeElement appends.
 size_t EncodedSize(const Element& element);
 
-// The same frame as EncodeElement, as a list of byte ranges to write in order (e.g. with
-// writev). Numeric payloads of at least kMinSliceBytes are not copied: their slices point into
-// the tensors' own buffers, so the caller must keep `element` (or copies of its tensors) alive
-// and unchanged while it uses `slices`. Everything else is written into `*header_storage`
-// (cleared first), which must also outlive the use of `slices` and must not be modified.
-// `*slices` is cleared first.
-absl::Status EncodeElementSlices(const Element& element, std::string* header_storage,
-                                 std::vector<std::pair<const void*, size_t>>* slices);
+// Writes frames (and whatever bytes the caller puts around them, e.g. a container's headers) as a
+// list of byte ranges to send in order with a vectored write. Numeric payloads of at least
+// kMinSliceBytes are referenced, not copied: the caller keeps the elements (or copies of their
+// tensors) alive and unchanged while it uses Ranges(). Everything else is copied into the
+// writer's own storage. A FrameWriter is used from one thread at a time.
+class FrameWriter {
+ public:
+  void AppendBytes(const void* data, size_t size);
+  // Appends one frame, byte-identical to EncodeElement's. InvalidArgument for a rank > 32.
+  absl::Status AppendElement(const Element& element);
+  // Bytes appended so far.
+  size_t size() const { return size_; }
+  // The appended bytes in order. Valid until the next append, or until the writer is moved or destroyed.
+  std::vector<std::pair<const void*, size_t>> Ranges() const;
+
+ private:
+  struct Sink;
+  struct Segment {
+    const void* external;  // nullptr: bytes [offset, offset + size) of storage_
+    size_t offset;
+    size_t size;
+  };
+  std::string storage_;
+  std::vector<Segment> segments_;
+  size_t size_ = 0;
+};
 
 // Decodes a frame that fills `frame` exactly. Numeric tensors alias `frame` (sharing it, so it
 // stays alive as long as they do) when their values are suitably aligned in memory; otherwise
 // they are copied. String values are always copied.
 absl::StatusOr<Element> DecodeElement(std::shared_ptr<Buffer> frame);
+
+// Decodes the frame that fills bytes [offset, offset + size) of `buffer`, aliasing it like the
+// overload above (numeric values alias when `offset` is 8-byte aligned). Error positions are
+// relative to `offset`. InvalidArgument when the range is outside the buffer.
+absl::StatusOr<Element> DecodeElement(std::shared_ptr<Buffer> buffer, size_t offset, size_t size);
 
 // Decodes a frame that fills `bytes` exactly; the result copies everything it needs and does
 // not refer to `bytes` afterwards.

@@ -19,6 +19,8 @@ namespace tfdata::service {
 struct GetElementsResult {
   std::vector<Element> elements;
   bool end_of_sequence = false;
+  // Position of elements[0] in the task's stream (see GetElementsResponse.first_index).
+  int64_t first_index = 0;
 };
 
 class DataTransferClient {

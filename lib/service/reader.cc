@@ -68,6 +68,11 @@ int64_t Reader::tasks_dropped() const {
   return tasks_dropped_;
 }
 
+int64_t Reader::num_tasks() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(tasks_.size());
+}
+
 absl::Status Reader::HeartbeatOnce() {
   ClientHeartbeatRequest req;
   req.set_client_id(client_id_);
@@ -105,6 +110,7 @@ absl::Status Reader::HeartbeatOnce() {
       spdlog::warn("reader: {} on worker {} was removed by the dispatcher", TaskName(id), ts.address);
       ts.ended = true;
       ++tasks_dropped_;
+      DeliverLocked(ts, /*all=*/true);
     }
   }
   iteration_finished_ = resp.iteration_finished();
@@ -133,22 +139,27 @@ bool Reader::DoneLocked() const {
   return all_ended && (iteration_finished_ || !listed_tasks_.empty());
 }
 
+bool Reader::FullLocked() const {
+  return static_cast<int64_t>(ready_.size()) >= options_.buffer_elements || ready_bytes_ >= options_.buffer_bytes;
+}
+
 void Reader::FetchLoop() {
   while (true) {
-    int64_t task_id = -1;
+    int64_t task_id = -1, request = 0;
     DataTransferClient* client = nullptr;
     {
       absl::MutexLock lock(&mu_);
       auto pick = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         if (closed_ || !error_.ok() || DoneLocked()) return true;
-        if (static_cast<int64_t>(ready_.size()) >= options_.buffer_elements) return false;
+        if (FullLocked()) return false;
         const absl::Time now = absl::Now();
         // Round robin over the tasks, starting after the one picked last.
         auto it = tasks_.upper_bound(next_task_cursor_);
         for (size_t n = 0; n < tasks_.size(); ++n, ++it) {
           if (it == tasks_.end()) it = tasks_.begin();
           TaskState& ts = it->second;
-          if (!ts.ended && !ts.in_flight && ts.retry_after <= now) {
+          if (!ts.ended && static_cast<int>(ts.in_flight.size()) < options_.max_requests_per_task &&
+              ts.retry_after <= now) {
             task_id = it->first;
             return true;
           }
@@ -159,7 +170,8 @@ void Reader::FetchLoop() {
       while (!pick()) fetch_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
       if (task_id < 0) return;
       TaskState& ts = tasks_.at(task_id);
-      ts.in_flight = true;
+      request = ts.next_request++;
+      ts.in_flight.insert(request);
       next_task_cursor_ = task_id;
       client = ts.client.get();
     }
@@ -172,29 +184,52 @@ void Reader::FetchLoop() {
     auto result = client->GetElements(req);
 
     absl::MutexLock lock(&mu_);
-    TaskState& ts = tasks_.at(task_id);
-    ts.in_flight = false;
-    if (!result.ok()) {
-      if (IsTransportError(result.status())) {
-        if (++ts.failures >= kMaxFailures && !ts.ended) {
-          spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address,
-                       result.status().ToString());
-          ts.ended = true;
-          ++tasks_dropped_;
-        }
-        ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
-      } else if (absl::IsNotFound(result.status())) {
-        // The worker has not heard of the task yet (it learns of it at its next heartbeat).
-        ts.retry_after = absl::Now() + absl::Milliseconds(20);
-      } else if (error_.ok()) {
-        error_ = result.status();
-      }
-      continue;
-    }
-    ts.failures = 0;
-    for (Element& e : result->elements) ready_.push_back(std::move(e));
-    if (result->end_of_sequence) ts.ended = true;
+    CompleteLocked(task_id, request, std::move(result));
   }
+}
+
+void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result) {
+  TaskState& ts = tasks_.at(task_id);
+  ts.in_flight.erase(request);
+  for (HeldResponse& h : ts.held) h.waiting_for.erase(request);
+  if (!result.ok()) {
+    if (IsTransportError(result.status())) {
+      if (++ts.failures >= kMaxFailures && !ts.ended) {
+        spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address, result.status().ToString());
+        ts.ended = true;
+        ++tasks_dropped_;
+        DeliverLocked(ts, /*all=*/true);
+      }
+      ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
+    } else if (absl::IsNotFound(result.status())) {
+      // The worker has not heard of the task yet (it learns of it at its next heartbeat).
+      ts.retry_after = absl::Now() + absl::Milliseconds(20);
+    } else if (error_.ok()) {
+      error_ = result.status();
+    }
+  } else {
+    ts.failures = 0;
+    ts.held.push_back(HeldResponse{*std::move(result), ts.in_flight});
+  }
+  DeliverLocked(ts, /*all=*/ts.ended);
+}
+
+void Reader::DeliverLocked(TaskState& ts, bool all) {
+  // Deliver, in stream order, every response that nothing in flight can precede.
+  std::stable_sort(ts.held.begin(), ts.held.end(), [](const HeldResponse& a, const HeldResponse& b) {
+    return a.result.first_index < b.result.first_index;
+  });
+  size_t released = 0;
+  for (; released < ts.held.size() && (all || ts.held[released].waiting_for.empty()); ++released) {
+    GetElementsResult& r = ts.held[released].result;
+    for (Element& e : r.elements) {
+      const auto bytes = static_cast<int64_t>(ElementByteSize(e));
+      ready_bytes_ += bytes;
+      ready_.push_back(Ready{std::move(e), bytes});
+    }
+    if (r.end_of_sequence) ts.ended = true;
+  }
+  ts.held.erase(ts.held.begin(), ts.held.begin() + static_cast<std::ptrdiff_t>(released));
 }
 
 absl::StatusOr<bool> Reader::Next(Element* out) {
@@ -204,10 +239,12 @@ absl::StatusOr<bool> Reader::Next(Element* out) {
   };
   mu_.Await(absl::Condition(&ready));
   if (!ready_.empty()) {
-    *out = std::move(ready_.front());
+    const bool was_full = FullLocked();
+    *out = std::move(ready_.front().element);
+    ready_bytes_ -= ready_.front().bytes;
     ready_.pop_front();
     // Fetchers blocked on a full buffer resume as soon as there is room.
-    if (static_cast<int64_t>(ready_.size()) == options_.buffer_elements - 1) fetch_cv_.SignalAll();
+    if (was_full && !FullLocked()) fetch_cv_.SignalAll();
     return true;
   }
   if (!error_.ok()) return error_;

@@ -2,7 +2,8 @@
 //
 // It gets or creates the job and its iteration, heartbeats to the dispatcher to learn the current
 // tasks, fetches elements from all tasks in parallel (at most max_outstanding_requests requests in
-// flight, at most one per task, so each task's elements arrive in order), and ends once every task
+// flight, at most max_requests_per_task per task; each task's elements are delivered in the
+// task's order whatever order the responses arrive in), and ends once every task
 // has ended. A worker that cannot be reached is skipped (its task dropped, counted in
 // tasks_dropped()) and reading goes on from the others. Close() (or the destructor) releases the
 // iteration at the dispatcher.
@@ -13,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,13 +34,16 @@ struct ReaderOptions {
   ProcessingMode mode = PARALLEL_EPOCHS;
   std::string job_name;  // empty: a job of its own
   int max_outstanding_requests = 4;
+  // Requests in flight to one task, at most: 2 overlaps one response's transfer with the next.
+  int max_requests_per_task = 2;
   std::string protocol = "grpc";  // data plane: "grpc" or "local"
   absl::Duration heartbeat_interval = absl::Milliseconds(200);
   // Bounds of one GetElements response.
   int max_elements_per_request = 4096;
   int64_t max_bytes_per_request = 16 << 20;
-  // Fetched elements waiting for Next(), at most.
+  // Fetched elements waiting for Next(), at most (fetching pauses at either bound).
   int64_t buffer_elements = 16384;
+  int64_t buffer_bytes = 64 << 20;
 };
 
 class Reader {
@@ -59,13 +64,23 @@ class Reader {
   const std::string& warning() const { return warning_; }
   // Tasks dropped because their worker could not be reached.
   int64_t tasks_dropped() const;
+  // Tasks this reader has learned of so far (read, being read or dropped).
+  int64_t num_tasks() const;
 
  private:
+  // A response that may only be delivered once the requests that were in flight to the same task
+  // when it arrived have answered (one of them may hold earlier elements of the stream).
+  struct HeldResponse {
+    GetElementsResult result;
+    std::set<int64_t> waiting_for;  // request numbers
+  };
   struct TaskState {
     std::string address;
     std::unique_ptr<DataTransferClient> client;
     bool ended = false;
-    bool in_flight = false;
+    int64_t next_request = 0;
+    std::set<int64_t> in_flight;  // request numbers
+    std::vector<HeldResponse> held;
     int failures = 0;
     absl::Time retry_after = absl::InfinitePast();
   };
@@ -75,6 +90,12 @@ class Reader {
   absl::Status HeartbeatOnce();
   void FetchLoop();
   bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool FullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the answer to request `request` of the task and delivers what is now in stream order.
+  void CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves held responses to ready_: those nothing in flight can precede, or (`all`) every one.
+  void DeliverLocked(TaskState& ts, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ReaderOptions options_;
   const std::unique_ptr<DispatcherClient> dispatcher_;
@@ -88,7 +109,12 @@ class Reader {
   bool heard_ ABSL_GUARDED_BY(mu_) = false;                 // at least one heartbeat answered
   bool iteration_finished_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_task_cursor_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<Element> ready_ ABSL_GUARDED_BY(mu_);
+  struct Ready {
+    Element element;
+    int64_t bytes;
+  };
+  std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
+  int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;

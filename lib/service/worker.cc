@@ -22,11 +22,13 @@ class Worker::Task {
     thread_ = std::thread([this] { Produce(); });
   }
   ~Task() {
-    {
-      absl::MutexLock lock(&mu_);
-      cancelled_ = true;
-    }
+    Cancel();
     thread_.join();
+  }
+  // Stops producing; calls waiting in Get return NotFound at once.
+  void Cancel() {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
   }
 
   const TaskDef& def() const { return def_; }
@@ -43,6 +45,7 @@ class Worker::Task {
     auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !buffer_.empty() || done_ || cancelled_; };
     mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
     GetElementsResult result;
+    result.first_index = next_index_;
     if (cancelled_) return absl::NotFoundError(absl::StrCat(TaskName(def_.task_id()), " was stopped on this worker"));
     int64_t bytes = 0;
     while (!buffer_.empty() && static_cast<int64_t>(result.elements.size()) < max_elements &&
@@ -52,6 +55,7 @@ class Worker::Task {
       result.elements.push_back(std::move(buffer_.front().element));
       buffer_.pop_front();
     }
+    next_index_ += static_cast<int64_t>(result.elements.size());
     if (buffer_.empty() && done_) {
       if (!error_.ok() && result.elements.empty()) return error_;
       result.end_of_sequence = error_.ok();
@@ -86,21 +90,53 @@ class Worker::Task {
       return cancelled_ || (static_cast<int64_t>(buffer_.size()) < config_.buffer_elements &&
                             buffered_bytes_ < config_.buffer_bytes);
     };
+    // Elements are handed over in small batches: one lock (and one wake-up of a waiting reader) per
+    // batch rather than per element. A batch is closed early after kBatchLatency, so a slow
+    // pipeline's elements are not held back.
+    constexpr size_t kBatchElements = 64;
+    constexpr int64_t kBatchBytes = 1 << 20;
+    constexpr absl::Duration kBatchLatency = absl::Milliseconds(1);
+    std::vector<Buffered> batch;
     while (true) {
+      int64_t room = 0;
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(&has_room));
         if (cancelled_) return absl::OkStatus();
+        room = config_.buffer_elements - static_cast<int64_t>(buffer_.size());
       }
-      Element e;
-      auto more = (*it)->Next(&e);
-      if (!more.ok()) return more.status();
-      if (!*more) return absl::OkStatus();
-      const int64_t bytes = static_cast<int64_t>(ElementByteSize(e));
-      absl::MutexLock lock(&mu_);
-      buffered_bytes_ += bytes;
-      buffer_.push_back(Buffered{std::move(e), bytes});
+      const absl::Time start = absl::Now();
+      int64_t batch_bytes = 0;
+      bool end = false;
+      while (static_cast<int64_t>(batch.size()) < std::min<int64_t>(room, kBatchElements) && batch_bytes < kBatchBytes &&
+             (batch.empty() || absl::Now() - start < kBatchLatency)) {
+        Element e;
+        auto more = (*it)->Next(&e);
+        if (!more.ok() || !*more) {
+          end = true;
+          if (!more.ok()) {
+            Push(batch);
+            return more.status();
+          }
+          break;
+        }
+        const int64_t bytes = static_cast<int64_t>(ElementByteSize(e));
+        batch_bytes += bytes;
+        batch.push_back(Buffered{std::move(e), bytes});
+      }
+      Push(batch);
+      if (end) return absl::OkStatus();
     }
+  }
+
+  void Push(std::vector<Buffered>& batch) {
+    if (batch.empty()) return;
+    absl::MutexLock lock(&mu_);
+    for (Buffered& b : batch) {
+      buffered_bytes_ += b.bytes;
+      buffer_.push_back(std::move(b));
+    }
+    batch.clear();
   }
 
   const TaskDef def_;
@@ -108,6 +144,7 @@ class Worker::Task {
   absl::Mutex mu_;
   std::deque<Buffered> buffer_ ABSL_GUARDED_BY(mu_);
   int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_index_ ABSL_GUARDED_BY(mu_) = 0;  // stream position of buffer_.front()
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
@@ -143,6 +180,7 @@ void Worker::Stop() {
     stopped_ = true;
     tasks.swap(tasks_);
   }
+  for (auto& [id, task] : tasks) task->Cancel();
   tasks.clear();  // joins the producer threads outside mu_
 }
 

@@ -27,11 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto back = tfdata::DecodeElement(std::string_view(again));
   if (!back.ok() || *back != *copied) std::abort();
 
-  std::string header;
-  std::vector<std::pair<const void*, size_t>> slices;
-  if (!tfdata::EncodeElementSlices(*copied, &header, &slices).ok()) std::abort();
+  tfdata::FrameWriter writer;
+  if (!writer.AppendElement(*copied).ok()) std::abort();
   std::string joined;
-  for (const auto& [p, n] : slices) joined.append(static_cast<const char*>(p), n);
+  for (const auto& [p, n] : writer.Ranges()) joined.append(static_cast<const char*>(p), n);
   if (joined != again) std::abort();
   return 0;
 }

@@ -1,0 +1,116 @@
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "lib/core/element_codec.h"
+#include "lib/service/elements_wire.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+namespace {
+
+std::string Join(const EncodedElements& e) {
+  std::string out;
+  for (const auto& [p, n] : e.ranges) out.append(static_cast<const char*>(p), n);
+  return out;
+}
+
+std::span<const uint8_t> Bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+GetElementsResult Sample() {
+  GetElementsResult r;
+  std::vector<float> big(100000, 1.5f);  // referenced, not copied, by the encoder
+  r.elements = {{Tensor::Scalar<int64_t>(7)},
+                {Tensor::Vector<float>(big), Tensor::String("label")},
+                {Tensor::Strings({2}, {"a", ""}), Tensor::Scalar<bool>(true)}};
+  r.end_of_sequence = true;
+  r.first_index = 300;
+  return r;
+}
+
+TEST_CASE("elements wire: the bytes are a GetElementsResponse protobuf", "[wire]") {
+  const GetElementsResult in = Sample();
+  auto encoded = EncodeElements(in);
+  REQUIRE(encoded.ok());
+  const std::string bytes = Join(*encoded);
+  CHECK(bytes.size() == encoded->size);
+  GetElementsResponse proto;
+  REQUIRE(proto.ParseFromString(bytes));
+  REQUIRE(proto.elements_size() == 3);
+  CHECK(proto.end_of_sequence());
+  CHECK(proto.first_index() == 300);
+  for (int i = 0; i < 3; ++i) {
+    auto e = DecodeElement(std::string_view(proto.elements(i)));
+    REQUIRE(e.ok());
+    CHECK(*e == in.elements[i]);
+  }
+  // And protobuf's own encoding decodes here.
+  auto back = DecodeElements(std::vector<std::span<const uint8_t>>{Bytes(proto.SerializeAsString())});
+  REQUIRE(back.ok());
+  CHECK(back->elements == in.elements);
+  CHECK(back->first_index == 300);
+}
+
+TEST_CASE("elements wire: large payloads are referenced, and any split of the bytes decodes the same", "[wire]") {
+  const GetElementsResult in = Sample();
+  auto encoded = EncodeElements(in);
+  REQUIRE(encoded.ok());
+  bool referenced = false;
+  for (const auto& [p, n] : encoded->ranges) referenced |= p == in.elements[1][0].raw();
+  CHECK(referenced);
+  const std::string bytes = Join(*encoded);
+  for (size_t piece : {1, 3, 7, 64, 4099}) {
+    std::vector<std::span<const uint8_t>> pieces;
+    for (size_t at = 0; at < bytes.size(); at += piece) pieces.push_back(Bytes(bytes).subspan(at, std::min(piece, bytes.size() - at)));
+    auto out = DecodeElements(pieces);
+    REQUIRE(out.ok());
+    CHECK(out->elements == in.elements);
+    CHECK(out->end_of_sequence);
+    // Numeric payloads alias one aligned buffer rather than being copied again.
+    CHECK(out->elements[1][0].buffer() == out->elements[0][0].buffer());
+    CHECK(reinterpret_cast<uintptr_t>(out->elements[1][0].raw()) % 8 == 0);
+  }
+}
+
+TEST_CASE("elements wire: empty responses and unknown fields", "[wire]") {
+  auto empty = DecodeElements({});
+  REQUIRE(empty.ok());
+  CHECK(empty->elements.empty());
+  CHECK_FALSE(empty->end_of_sequence);
+  // Field 9 (varint), field 10 (fixed64), field 11 (bytes) and field 12 (fixed32) are skipped.
+  std::string bytes = "\x48\x05";
+  bytes += std::string("\x51", 1) + std::string(8, '\x01');
+  bytes += "\x5a\x02xy";
+  bytes += std::string("\x65", 1) + std::string(4, '\x02');
+  bytes += "\x10\x01";
+  auto out = DecodeElements(std::vector<std::span<const uint8_t>>{Bytes(bytes)});
+  REQUIRE(out.ok());
+  CHECK(out->elements.empty());
+  CHECK(out->end_of_sequence);
+}
+
+TEST_CASE("elements wire: malformed responses are DataLoss errors naming the byte", "[wire]") {
+  auto decode = [](const std::string& s) { return DecodeElements(std::vector<std::span<const uint8_t>>{Bytes(s)}); };
+  auto encoded = EncodeElements(Sample());
+  REQUIRE(encoded.ok());
+  const std::string good = Join(*encoded);
+  // Every truncation fails cleanly (or, cut exactly between fields, decodes a prefix).
+  for (size_t n = 0; n < good.size(); n += (n < 200 ? 1 : 997)) {
+    auto r = decode(good.substr(0, n));
+    if (!r.ok()) CHECK(absl::IsDataLoss(r.status()));
+  }
+  auto r = decode("\x0a\x05\xe1");
+  REQUIRE(absl::IsDataLoss(r.status()));
+  CHECK(std::string(r.status().message()).find("length 5 exceeds the remaining 1 bytes at byte 1") != std::string::npos);
+  CHECK(absl::IsDataLoss(decode("\x0a\x01\x00").status()));  // a frame with a bad magic byte
+  CHECK(absl::IsDataLoss(decode("\x08\x01").status()));      // field 1 as a varint
+  CHECK(absl::IsDataLoss(decode("\x0b").status()));          // wire type 3 (groups)
+  CHECK(absl::IsDataLoss(decode("\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff").status()));
+  auto huge = decode("\x0a\xff\xff\xff\xff\x0f");  // claims 4 GiB
+  REQUIRE(absl::IsDataLoss(huge.status()));
+}
+
+}  // namespace
+}  // namespace tfdata::service
