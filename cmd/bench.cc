@@ -4,6 +4,9 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/bench/impact.h"
+#include "lib/service/grpc_dispatcher.h"
+#include "lib/service/grpc_util.h"
+#include "lib/service/reader.h"
 
 namespace tfdata::cmd {
 namespace {
@@ -15,12 +18,46 @@ struct BenchFlags {
   double model_rate = 0;
   double step_time_ms = 0;
   bool json = false;
+  std::string dispatcher;
 };
+
+// Registers the pipeline, repeated, with a live cluster and reads it with one reader (a job of its
+// own, parallel_epochs: every worker runs the whole pipeline) for the same warm-up and duration.
+absl::StatusOr<ImpactReport::Service> MeasureService(const LoadedPipeline& loaded, const std::string& address,
+                                                     double warmup, double duration) {
+  service::GrpcDispatcherClient client(address);
+  service::RegisterDatasetRequest req;
+  *req.mutable_pipeline() = WithRepeat(loaded.pipeline);
+  service::RegisterDatasetResponse resp;
+  if (auto st = client.RegisterDataset(req, &resp); !st.ok()) return st;
+  service::ReaderOptions options;
+  options.dataset_id = resp.dataset_id();
+  auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(address));
+  if (!reader.ok()) return reader.status();
+  auto t = MeasureReads([&](Element* e) { return (*reader)->Next(e); }, warmup, duration, StopFlag());
+  ImpactReport::Service s;
+  s.workers = (*reader)->num_tasks();
+  s.dispatcher = address;
+  (*reader)->Close();
+  if (!t.ok()) return t.status();
+  if (t->elements == 0) {
+    return absl::UnavailableError(fmt::format("no elements arrived through the service in {} s: are workers running?",
+                                              warmup + duration));
+  }
+  s.throughput = *t;
+  return s;
+}
 
 int Bench(const BenchFlags& f) {
   if (f.duration <= 0) return Fail("--duration must be positive", kExitUsage);
   if (f.warmup < 0) return Fail("--warmup must be >= 0", kExitUsage);
   if (f.model_rate < 0 || f.step_time_ms < 0) return Fail("--model-rate and --step-time must be positive", kExitUsage);
+  std::string address;
+  if (!f.dispatcher.empty()) {
+    auto a = service::ParseAddress(f.dispatcher, "--dispatcher");
+    if (!a.ok()) return Fail(a.status(), kExitUsage);
+    address = *a;
+  }
   auto loaded = LoadPipelineFile(f.pipeline);
   if (!loaded.ok()) return Fail(loaded.status(), kExitBadPipeline);
   auto dataset = BuildDataset(loaded->pipeline, LocalBuildOptions(), loaded->source());
@@ -40,7 +77,14 @@ int Bench(const BenchFlags& f) {
   std::optional<double> model;
   if (f.model_rate > 0) model = f.model_rate;
   if (f.step_time_ms > 0) model = 1000.0 / f.step_time_ms;
-  const ImpactReport report = ComputeImpact(*p, *r, model, NumCores());
+  ImpactReport report = ComputeImpact(*p, *r, model, NumCores());
+  if (!address.empty()) {
+    if (!f.json) fmt::print(stderr, "measuring through the service at {} for {} s...\n", address, f.duration);
+    auto s = MeasureService(*loaded, address, f.warmup, f.duration);
+    if (StopRequested()) return kExitInterrupted;
+    if (!s.ok()) return Fail(s.status(), kExitRuntimeError);
+    report.service = *s;
+  }
   fmt::print("{}\n", f.json ? FormatImpactJson(report) : FormatImpactTable(report));
   return kExitOk;
 }
@@ -62,6 +106,8 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* action) {
                                "Milliseconds per training step (one element) when data is free");
   rate->excludes(step);
   sub->add_flag("--json", flags->json, "Print one JSON object instead of the table");
+  sub->add_option("--dispatcher", flags->dispatcher,
+                  "Also measure through this live cluster (HOST:PORT): the pipeline, repeated, read by one reader");
   sub->callback([flags, action] { *action = [flags] { return Bench(*flags); }; });
 }
 

@@ -49,3 +49,31 @@ TEST_CASE("the replay pipeline appends take(1), cache(), repeat()", "[impact]") 
   REQUIRE(t.ok());
   CHECK(t->elements > 0);
 }
+
+TEST_CASE("bench: a pipeline shorter than the clock-check interval still ends its warm-up", "[bench]") {
+  // range(10): no pass reaches 64 elements; the warm-up once never ended (an endless loop).
+  auto loaded = ParsePipelineText("op { range { stop: 10 } }");
+  REQUIRE(loaded.ok());
+  auto ds = BuildDataset(loaded->pipeline, BuildOptions{});
+  REQUIRE(ds.ok());
+  auto t = MeasureThroughput(**ds, 0.02, 0.02);
+  REQUIRE(t.ok());
+  CHECK(t->elements > 0);
+  CHECK(t->seconds < 5);
+}
+
+TEST_CASE("bench: MeasureReads counts after the warm-up and stops at the end of the data", "[bench]") {
+  int64_t i = 0;
+  auto next = [&](Element* e) -> absl::StatusOr<bool> {
+    if (i == 1000) return false;
+    *e = {Tensor::Scalar<int64_t>(i++)};
+    return true;
+  };
+  auto t = MeasureReads(next, 0, 60);
+  REQUIRE(t.ok());
+  CHECK(t->elements == 1000);
+  CHECK(t->bytes == 8000);
+  i = 0;
+  auto failing = [&](Element*) -> absl::StatusOr<bool> { return absl::UnavailableError("worker gone"); };
+  CHECK(absl::IsUnavailable(MeasureReads(failing, 0, 1).status()));
+}

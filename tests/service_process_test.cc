@@ -144,6 +144,33 @@ TEST_CASE("processes: dispatcher, two workers, register and read", "[service][pr
   CHECK_THAT(dispatcher.err(), Catch::Contains("registered"));
 }
 
+TEST_CASE("processes: tfdata bench --dispatcher measures through a live cluster", "[service][process]") {
+  TempDir dir;
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--host", "127.0.0.1"},
+                     dir.Join("d"));
+  const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+  Process w1({"worker", "--dispatcher", addr, "--port-file", dir.Join("w1.port"), "--heartbeat-interval", "100ms"},
+             dir.Join("w1"));
+  WaitForPort(dir.Join("w1.port"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // range(10) also covers passes shorter than the bench's clock-check interval.
+  auto bench = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.3",
+                          "--warmup", "0.1", "--json"});
+  INFO(bench.err);
+  REQUIRE(bench.exit_code == 0);
+  CHECK_THAT(bench.out, Catch::Contains("\"service\": {\"throughput\": {\"elements\": "));
+  CHECK_THAT(bench.out, Catch::Contains("\"workers\": 1"));
+  CHECK_THAT(bench.out, !Catch::Contains("\"service\": {\"throughput\": {\"elements\": 0,"));
+  auto table = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.2",
+                          "--warmup", "0"});
+  CHECK(table.exit_code == 0);
+  CHECK_THAT(table.out, Catch::Contains("through the service (1 worker(s))"));
+  auto unreachable = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", "127.0.0.1:1",
+                                "--duration", "0.1", "--warmup", "0"});
+  CHECK(unreachable.exit_code == 1);
+  CHECK_THAT(unreachable.err, Catch::Contains("unreachable"));
+}
+
 TEST_CASE("processes: a worker killed with SIGKILL mid-job, the read finishes from the other", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-timeout", "1s"},

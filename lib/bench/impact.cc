@@ -22,6 +22,7 @@ absl::StatusOr<Throughput> MeasureThroughput(const Dataset& dataset, double warm
   std::unique_ptr<Iterator> it;
   int64_t empty_passes = 0;
   int64_t pass_elements = 0;
+  int64_t seen = 0;  // over all passes: a short pipeline's passes may never reach 64 elements
   while (!(stop && stop->load(std::memory_order_relaxed))) {
     if (!it) {
       TFD_ASSIGN_OR_RETURN(it, dataset.MakeIterator(IteratorContext{}));
@@ -36,8 +37,9 @@ absl::StatusOr<Throughput> MeasureThroughput(const Dataset& dataset, double warm
     }
     ++pass_elements;
     // Check the clock every 64 elements: cheap pipelines produce tens of millions per second.
+    const bool check_clock = (++seen & 63) == 0;
     if (!measuring) {
-      if ((pass_elements & 63) == 0 && Clock::now() >= measure_from) {
+      if (check_clock && Clock::now() >= measure_from) {
         measuring = true;
         measuring_since = Clock::now();
       }
@@ -45,10 +47,45 @@ absl::StatusOr<Throughput> MeasureThroughput(const Dataset& dataset, double warm
     }
     ++t.elements;
     t.bytes += ElementByteSize(e);
-    if ((t.elements & 63) == 0 && Clock::now() >= until) break;
+    if (check_clock && Clock::now() >= until) break;
   }
   t.seconds = std::chrono::duration<double>(Clock::now() - measuring_since).count();
   return t;
+}
+
+absl::StatusOr<Throughput> MeasureReads(const std::function<absl::StatusOr<bool>(Element*)>& next, double warmup_s,
+                                        double duration_s, const std::atomic<bool>* stop) {
+  using Clock = std::chrono::steady_clock;
+  const auto measure_from =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup_s));
+  const auto until = measure_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration_s));
+  Throughput t;
+  bool measuring = warmup_s <= 0;
+  auto measuring_since = Clock::now();
+  Element e;
+  for (int64_t n = 1; !(stop && stop->load(std::memory_order_relaxed)); ++n) {
+    TFD_ASSIGN_OR_RETURN(bool more, next(&e));
+    if (!more) break;
+    const bool check_clock = (n & 63) == 0;
+    if (!measuring) {
+      if (check_clock && Clock::now() >= measure_from) {
+        measuring = true;
+        measuring_since = Clock::now();
+      }
+      continue;
+    }
+    ++t.elements;
+    t.bytes += ElementByteSize(e);
+    if (check_clock && Clock::now() >= until) break;
+  }
+  t.seconds = std::chrono::duration<double>(Clock::now() - measuring_since).count();
+  return t;
+}
+
+pipeline::Pipeline WithRepeat(const pipeline::Pipeline& p) {
+  pipeline::Pipeline out = p;
+  out.add_op()->mutable_repeat();
+  return out;
 }
 
 pipeline::Pipeline WithReplayFirstElement(const pipeline::Pipeline& p) {
@@ -89,6 +126,16 @@ std::string FormatImpactTable(const ImpactReport& r) {
                      HumanBytes(r.pipeline.bytes_per_s()));
   out += fmt::format("{:<44} {:>14} {:>12}\n", "pipeline + take(1).cache().repeat()",
                      HumanCount(r.replay.elements_per_s()), HumanBytes(r.replay.bytes_per_s()));
+  if (r.service) {
+    out += fmt::format("{:<44} {:>14} {:>12}\n", fmt::format("through the service ({} worker(s))", r.service->workers),
+                       HumanCount(r.service->throughput.elements_per_s()),
+                       HumanBytes(r.service->throughput.bytes_per_s()));
+    const double here = r.pipeline.elements_per_s();
+    if (here > 0) {
+      out += fmt::format("  the service delivered {:.2f}x this process's rate (dispatcher {})\n",
+                         r.service->throughput.elements_per_s() / here, r.service->dispatcher);
+    }
+  }
   if (!r.model_rate) {
     out += fmt::format(
         "\nNo model rate given (--model-rate or --step-time). A model that consumes more than {} elements/s\n"
@@ -114,6 +161,10 @@ std::string FormatImpactJson(const ImpactReport& r) {
                        t.elements, t.bytes, t.seconds, t.elements_per_s(), t.bytes_per_s());
   };
   std::string out = fmt::format(R"({{"pipeline": {}, "replay": {}, "cores": {})", tp(r.pipeline), tp(r.replay), r.cores);
+  if (r.service) {
+    out += fmt::format(R"(, "service": {{"throughput": {}, "workers": {}, "dispatcher": "{}"}})", tp(r.service->throughput),
+                       r.service->workers, r.service->dispatcher);
+  }
   if (r.model_rate) {
     out += fmt::format(
         R"(, "model_rate": {:.3f}, "input_bound": {}, "training_rate_now": {:.3f}, "training_rate_service": {:.3f}, "speedup": {:.4f}, "workers_needed": {})",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,12 +28,26 @@ struct Throughput {
 absl::StatusOr<Throughput> MeasureThroughput(const Dataset& dataset, double warmup_s, double duration_s,
                                              const std::atomic<bool>* stop = nullptr);
 
+// Calls `next` (e.g. a service reader's Next) for `warmup_s` (not counted) and then `duration_s`
+// seconds, or until it returns false (the end of the data) or *stop becomes true.
+absl::StatusOr<Throughput> MeasureReads(const std::function<absl::StatusOr<bool>(Element*)>& next, double warmup_s,
+                                        double duration_s, const std::atomic<bool>* stop = nullptr);
+
 // `pipeline` followed by take(1), cache(), repeat().
 pipeline::Pipeline WithReplayFirstElement(const pipeline::Pipeline& pipeline);
+// `pipeline` followed by repeat(): endless, for measuring through the service.
+pipeline::Pipeline WithRepeat(const pipeline::Pipeline& pipeline);
 
 struct ImpactReport {
   Throughput pipeline;                // the pipeline in this process
   Throughput replay;                  // with take(1).cache().repeat()
+  // Measured through a live cluster (`--dispatcher`): the pipeline repeated, read by one reader.
+  struct Service {
+    Throughput throughput;
+    int64_t workers = 0;
+    std::string dispatcher;
+  };
+  std::optional<Service> service;
   std::optional<double> model_rate;   // elements/s the model consumes when input is free
   int cores = 1;
   // Filled when model_rate is known:
