@@ -1,0 +1,102 @@
+// The dispatcher core without gRPC, with time driven by the test through CheckTimeouts(now).
+#include <catch2/catch.hpp>
+
+#include "lib/service/dispatcher.h"
+#include "tests/pipeline_util.h"
+
+using namespace tfdata;
+using namespace tfdata::service;
+
+namespace {
+
+struct Fixture {
+  explicit Fixture(DispatcherConfig config) : dispatcher(config) {
+    RegisterDatasetRequest reg;
+    auto loaded = ParsePipelineText("op { range { stop: 10 } }");
+    REQUIRE(loaded.ok());
+    *reg.mutable_pipeline() = loaded->pipeline;
+    RegisterDatasetResponse reg_resp;
+    REQUIRE(dispatcher.RegisterDataset(reg, &reg_resp).ok());
+    dataset_id = reg_resp.dataset_id();
+  }
+
+  int64_t NewClient() {
+    GetOrCreateJobRequest req;
+    req.set_dataset_id(dataset_id);
+    req.set_mode(PARALLEL_EPOCHS);
+    GetOrCreateJobResponse resp;
+    REQUIRE(dispatcher.GetOrCreateJob(req, &resp).ok());
+    return resp.client_id();
+  }
+
+  WorkerHeartbeatResponse Heartbeat(const std::vector<int64_t>& current) {
+    WorkerHeartbeatRequest req;
+    req.set_worker_address("w:1");
+    for (int64_t t : current) req.add_current_tasks(t);
+    WorkerHeartbeatResponse resp;
+    REQUIRE(dispatcher.WorkerHeartbeat(req, &resp).ok());
+    return resp;
+  }
+
+  absl::Status ClientHeartbeat(int64_t client) {
+    ClientHeartbeatRequest req;
+    req.set_client_id(client);
+    ClientHeartbeatResponse resp;
+    return dispatcher.ClientHeartbeat(req, &resp);
+  }
+
+  Dispatcher dispatcher;
+  std::string dataset_id;
+};
+
+DispatcherConfig Config(absl::Duration client_timeout, absl::Duration job_gc_timeout) {
+  DispatcherConfig c;
+  c.worker_timeout = absl::InfiniteDuration();  // the fake worker "w:1" heartbeats only when told
+  c.client_timeout = client_timeout;
+  c.job_gc_timeout = job_gc_timeout;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("dispatcher: a silent client is released after --client-timeout, then its job is collected",
+          "[dispatcher]") {
+  Fixture f(Config(absl::Seconds(10), absl::Seconds(30)));
+  const int64_t client = f.NewClient();
+  auto first = f.Heartbeat({});
+  REQUIRE(first.new_tasks_size() == 1);
+  const int64_t task = first.new_tasks(0).task_id();
+  const absl::Time t0 = absl::Now();
+
+  f.dispatcher.CheckTimeouts(t0 + absl::Seconds(5));  // not yet
+  CHECK(f.ClientHeartbeat(client).ok());
+  const absl::Time t1 = absl::Now();
+  f.dispatcher.CheckTimeouts(t1 + absl::Seconds(11));  // silent for longer than 10 s: released
+  CHECK(absl::IsNotFound(f.ClientHeartbeat(client)));
+  // The job has no client now, but lives until --job-gc-timeout.
+  CHECK(f.Heartbeat({task}).tasks_to_delete_size() == 0);
+  f.dispatcher.CheckTimeouts(t1 + absl::Seconds(11 + 25));
+  CHECK(f.Heartbeat({task}).tasks_to_delete_size() == 0);
+  f.dispatcher.CheckTimeouts(t1 + absl::Seconds(11 + 31));
+  auto gone = f.Heartbeat({task});
+  REQUIRE(gone.tasks_to_delete_size() == 1);
+  CHECK(gone.tasks_to_delete(0) == task);
+}
+
+TEST_CASE("dispatcher: a client that heartbeats is never released, and an infinite job-gc-timeout never collects",
+          "[dispatcher]") {
+  Fixture f(Config(absl::Seconds(10), absl::InfiniteDuration()));
+  const int64_t client = f.NewClient();
+  auto first = f.Heartbeat({});
+  REQUIRE(first.new_tasks_size() == 1);
+  const int64_t task = first.new_tasks(0).task_id();
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(f.ClientHeartbeat(client).ok());
+    f.dispatcher.CheckTimeouts(absl::Now() + absl::Seconds(8));
+  }
+  CHECK(f.ClientHeartbeat(client).ok());
+  f.dispatcher.CheckTimeouts(absl::Now() + absl::Hours(24 * 365));
+  CHECK(absl::IsNotFound(f.ClientHeartbeat(client)));
+  // Released, but with an infinite job-gc-timeout the job (and its task) stays.
+  CHECK(f.Heartbeat({task}).tasks_to_delete_size() == 0);
+}
