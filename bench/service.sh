@@ -2,6 +2,7 @@
 # Data-plane benchmark: one worker process -> one reader process over loopback gRPC, and the same
 # pipelines in process (`tfdata run`) and through `tfdata local` (in-process data plane).
 # Prints the summary line of each run. Usage: bench/service.sh [SCALARS] [MIB_ELEMENTS].
+# iperf3 runs first and last: the loopback ceiling in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scalars="${1:-5000000}"
@@ -32,5 +33,13 @@ for p in service_scalars:$scalars service_1mib:$mib; do
   run "$name via worker process, grpc" $bin read --dispatcher "$addr" "bench/pipelines/$name.pbtxt" --take "$n"
   run "$name tfdata local, local data plane" $bin local "bench/pipelines/$name.pbtxt" --take "$n"
   run "$name tfdata local, grpc data plane" $bin local "bench/pipelines/$name.pbtxt" --take "$n" --transfer grpc
+done
+# Steady state through the worker process: `tfdata bench --dispatcher` reads after a 1 s warm-up,
+# so job start-up (the worker learns of the task at its next heartbeat) is not counted.
+for name in service_scalars service_1mib; do
+  for _ in 1 2 3; do
+    echo "$name via worker process, grpc, steady state: $($bin bench "bench/pipelines/$name.pbtxt" --dispatcher "$addr" \
+      --duration 4 --warmup 1 2>/dev/null | grep 'through the service' | tr -s ' ')"
+  done
 done
 iperf
