@@ -162,10 +162,21 @@ int FailRegistration(const absl::Status& status) {
   return Fail(status, file_problem ? kExitBadPipeline : kExitRuntimeError);
 }
 
+std::string DroppedSummary(const service::Reader& reader) {
+  const int64_t dropped = reader.tasks_dropped();
+  if (dropped == 0) return "";
+  const int64_t lost = reader.splits_lost();
+  return fmt::format(" ({} task(s) dropped: worker unreachable{})", dropped,
+                     lost > 0 ? fmt::format("; {} split(s) lost", lost) : "");
+}
+
 absl::StatusOr<service::ProcessingMode> ParseModeFlag(const std::string& name) {
   if (name == "parallel_epochs" || name == "off") return service::PARALLEL_EPOCHS;
-  return absl::InvalidArgumentError(
-      fmt::format("--mode: unknown processing mode \"{}\" (available: parallel_epochs, alias off)", name));
+  if (name == "distributed_epoch" || name == "dynamic") return service::DISTRIBUTED_EPOCH;
+  return absl::InvalidArgumentError(fmt::format(
+      "--mode: unknown processing mode \"{}\" (available: parallel_epochs, alias off; distributed_epoch, alias "
+      "dynamic)",
+      name));
 }
 
 }  // namespace tfdata::cmd

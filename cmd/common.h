@@ -39,6 +39,7 @@ BuildOptions LocalBuildOptions();
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "lib/core/tensor.h"
+#include "lib/service/reader.h"
 
 namespace tfdata::cmd {
 
@@ -65,6 +66,9 @@ void AddOutputFlags(CLI::App* sub, OutputFlags* flags);
 // SIGINT/SIGTERM. Returns the exit code.
 int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, const OutputFlags& flags,
                   const std::function<std::string()>& summary_suffix = {});
+
+// The reader's losses for the summary line: "" or " (1 task(s) dropped: worker unreachable; 3 split(s) lost)".
+std::string DroppedSummary(const service::Reader& reader);
 
 // Blocks until SIGINT/SIGTERM.
 void WaitForStopSignal();

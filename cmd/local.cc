@@ -56,7 +56,7 @@ int RunLocal(const LocalFlags& f) {
   auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(address));
   if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
   const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output,
-                                 [&] { return fmt::format(" from {} worker(s)", f.workers); });
+                                 [&] { return fmt::format(" from {} worker(s)", f.workers) + DroppedSummary(**reader); });
   (*reader)->Close();
   return code;
 }
@@ -69,7 +69,8 @@ void AddLocalCommand(CLI::App& app, std::function<int()>* action) {
       "local", "Run a dispatcher, N workers and a reader in this process on free loopback ports (the demo)");
   sub->add_option("PIPELINE", f->pipeline, "Pipeline file")->required();
   sub->add_option("--workers", f->workers, "Number of workers")->capture_default_str();
-  sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs")->capture_default_str();
+  sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
+                  "distributed_epoch (alias dynamic: the source is split among the workers, each element once)")->capture_default_str();
   sub->add_option("--transfer", f->transfer, "Data plane between workers and reader: local (in-process) or grpc")
       ->capture_default_str();
   AddOutputFlags(sub, &f->output);

@@ -47,8 +47,7 @@ int RunRead(const ReadFlags& f) {
   if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
   if (!(*reader)->warning().empty()) fmt::print(stderr, "tfdata: warning: {}\n", (*reader)->warning());
   const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output, [&] {
-    const int64_t dropped = (*reader)->tasks_dropped();
-    return dropped == 0 ? std::string() : fmt::format(" ({} task(s) dropped: worker unreachable)", dropped);
+    return DroppedSummary(**reader);
   });
   (*reader)->Close();
   return code;
@@ -62,7 +61,8 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("PIPELINE", f->pipeline, "Pipeline file to register and read (instead of --dataset-id)");
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--dataset-id", f->dataset_id, "A registered dataset's id");
-  sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs")->capture_default_str();
+  sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
+                  "distributed_epoch (alias dynamic: the source is split among the workers, each element once)")->capture_default_str();
   sub->add_option("--job-name", f->job_name, "Share the job with other readers of this name");
   sub->add_option("--max-outstanding-requests", f->max_outstanding_requests, "Element requests in flight, at most")
       ->capture_default_str();

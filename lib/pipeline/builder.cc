@@ -225,4 +225,13 @@ absl::StatusOr<DatasetPtr> BuildDataset(const pipeline::Pipeline& pipeline, cons
   return builder.Chain(pipeline, nullptr, src.locations, "");
 }
 
+absl::StatusOr<DatasetPtr> BuildDatasetOn(const pipeline::Pipeline& pipeline, DatasetPtr input,
+                                          const BuildOptions& options, const PipelineSource& source) {
+  if (pipeline.op_size() == 0) return input;
+  PipelineSource src = source;
+  if (src.name.empty()) src.name = "<pipeline>";
+  Builder builder(options, src);
+  return builder.Chain(pipeline, std::move(input), nullptr, "");
+}
+
 }  // namespace tfdata

@@ -29,6 +29,11 @@ struct PipelineSource {
 absl::StatusOr<DatasetPtr> BuildDataset(const pipeline::Pipeline& pipeline, const BuildOptions& options,
                                         const PipelineSource& source = {});
 
+// Builds `pipeline`'s ops on top of `input`, which stands in for whatever precedes them (an empty
+// pipeline returns `input`).
+absl::StatusOr<DatasetPtr> BuildDatasetOn(const pipeline::Pipeline& pipeline, DatasetPtr input,
+                                          const BuildOptions& options, const PipelineSource& source = {});
+
 // The op's kind as written in pipeline text ("range", "batch", ...).
 std::string OpKindName(const pipeline::Op& op);
 

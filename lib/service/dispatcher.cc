@@ -92,7 +92,7 @@ absl::Status Dispatcher::GetDataset(const GetDatasetRequest& req, GetDatasetResp
 }
 
 absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp) {
-  if (req.mode() != PARALLEL_EPOCHS) {
+  if (req.mode() != PARALLEL_EPOCHS && req.mode() != DISTRIBUTED_EPOCH) {
     return absl::InvalidArgumentError(absl::StrCat("get or create job: unsupported processing mode ",
                                                    ProcessingMode_Name(req.mode())));
   }
@@ -108,6 +108,16 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
         req.dataset_id(), " in mode ", ProcessingMode_Name(req.mode())));
   }
   if (job == nullptr) {
+    std::optional<SplitPlan> plan;
+    if (req.mode() == DISTRIBUTED_EPOCH) {
+      // Before the job exists: a pipeline that cannot be split creates nothing.
+      auto p = SplitPlan::Create(state_.FindDataset(req.dataset_id())->pipeline, BuildOptions{});
+      if (!p.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
+                                                       p.status().message()));
+      }
+      plan = *std::move(p);
+    }
     Update u;
     auto* c = u.mutable_create_job();
     c->set_job_id(state_.NextJobId());
@@ -116,8 +126,12 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
     c->set_job_name(req.job_name());
     if (auto st = ApplyLocked(u); !st.ok()) return st;
     job = state_.FindJob(c->job_id());
-    spdlog::info("dispatcher: created {} (dataset {}, {}{})", JobName(job->id), job->dataset_id,
-                 ProcessingMode_Name(job->mode), job->name.empty() ? "" : ", name \"" + job->name + "\"");
+    if (plan) split_plans_.emplace(job->id, *std::move(plan));
+    spdlog::info("dispatcher: created {} (dataset {}, {}{}{})", JobName(job->id), job->dataset_id,
+                 ProcessingMode_Name(job->mode), job->name.empty() ? "" : ", name \"" + job->name + "\"",
+                 split_plans_.contains(job->id)
+                     ? absl::StrCat(", ", split_plans_.at(job->id).num_splits(), " splits per epoch")
+                     : "");
   }
   const int64_t job_id = job->id;
   if (job->iterations.empty()) {
@@ -178,7 +192,9 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
   for (int64_t t : iteration->tasks) {
     TaskInfo* info = resp->add_tasks();
     info->set_task_id(t);
-    info->set_worker_address(state_.FindTask(t)->worker_address);
+    const auto* task = state_.FindTask(t);
+    info->set_worker_address(task->worker_address);
+    info->set_splits_undelivered(task->splits_assigned - task->splits_delivered);
   }
   resp->set_iteration_finished(state_.IterationFinished(*iteration_id));
   return absl::OkStatus();
@@ -252,6 +268,14 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     if (auto st = ApplyLocked(u); !st.ok()) return st;
     spdlog::info("dispatcher: {} of {} finished on worker {}", TaskName(t), IterationName(task->iteration_id), worker);
   }
+  for (const TaskProgress& p : req.task_progress()) {
+    const auto* task = state_.FindTask(p.task_id());
+    if (task == nullptr || task->worker_address != worker || p.splits_delivered() <= task->splits_delivered) continue;
+    Update u;
+    u.mutable_deliver_splits()->set_task_id(p.task_id());
+    u.mutable_deliver_splits()->set_splits_delivered(std::min(p.splits_delivered(), task->splits_assigned));
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+  }
   if (auto st = AssignTasksLocked(worker); !st.ok()) return st;
 
   const std::vector<int64_t> assigned = state_.TasksOfWorker(worker);
@@ -279,10 +303,16 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
     it = worker_last_seen_.erase(it);
     Update u;
     u.mutable_remove_worker()->set_worker_address(worker);
-    const size_t tasks = state_.TasksOfWorker(worker).size();
+    const std::vector<int64_t> tasks = state_.TasksOfWorker(worker);
+    int64_t lost = 0;
+    for (int64_t t : tasks) {
+      const auto* task = state_.FindTask(t);
+      lost += task->splits_assigned - task->splits_delivered;
+    }
     if (ApplyLocked(u).ok()) {
-      spdlog::warn("dispatcher: worker {} lost (silent for more than {}); its {} task(s) removed", worker,
-                   absl::FormatDuration(config_.worker_timeout), tasks);
+      spdlog::warn("dispatcher: worker {} lost (silent for more than {}); its {} task(s) removed{}", worker,
+                   absl::FormatDuration(config_.worker_timeout), tasks.size(),
+                   lost > 0 ? absl::StrCat("; ", lost, " split(s) it held are lost") : "");
     }
   }
   for (auto it = client_last_seen_.begin(); it != client_last_seen_.end();) {
@@ -310,6 +340,49 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
                    JobName(state_.FindIteration(iteration_id)->job_id), absl::FormatDuration(config_.job_gc_timeout));
     }
   }
+}
+
+absl::StatusOr<const SplitPlan*> Dispatcher::SplitPlanLocked(int64_t job_id) {
+  auto it = split_plans_.find(job_id);
+  if (it != split_plans_.end()) return &it->second;
+  const auto* job = state_.FindJob(job_id);
+  auto plan = SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, BuildOptions{});
+  if (!plan.ok()) return plan.status();
+  return &split_plans_.emplace(job_id, *std::move(plan)).first->second;
+}
+
+absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) {
+  absl::MutexLock lock(&mu_);
+  const auto* task = state_.FindTask(req.task_id());
+  if (task == nullptr) {
+    return absl::NotFoundError(absl::StrCat("get splits: unknown ", TaskName(req.task_id()),
+                                            " (its worker was declared lost, or its job ended)"));
+  }
+  const auto* iteration = state_.FindIteration(task->iteration_id);
+  const auto* job = state_.FindJob(iteration->job_id);
+  if (job->mode != DISTRIBUTED_EPOCH) {
+    return absl::FailedPreconditionError(absl::StrCat("get splits: ", TaskName(req.task_id()), " is in mode ",
+                                                      ProcessingMode_Name(job->mode)));
+  }
+  if (req.epoch() < 0) return absl::InvalidArgumentError("get splits: negative epoch");
+  auto plan = SplitPlanLocked(job->id);
+  if (!plan.ok()) return plan.status();
+  auto next_it = iteration->next_split.find(req.epoch());
+  const int64_t next = next_it == iteration->next_split.end() ? 0 : next_it->second;
+  const int64_t count = std::min<int64_t>(std::max(req.max_splits(), 1), (*plan)->num_splits() - next);
+  if (count <= 0) {
+    resp->set_end_of_splits(true);
+    return absl::OkStatus();
+  }
+  Update u;
+  auto* a = u.mutable_assign_splits();
+  a->set_task_id(req.task_id());
+  a->set_epoch(req.epoch());
+  a->set_first(next);
+  a->set_count(count);
+  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  for (int64_t i = next; i < next + count; ++i) *resp->add_splits() = (*plan)->Get(i);
+  return absl::OkStatus();
 }
 
 size_t Dispatcher::NumWorkers() const {

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher_state.h"
 #include "proto/service.pb.h"
 
@@ -49,6 +50,7 @@ class Dispatcher {
   absl::Status ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp);
   absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp);
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp);
+  absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp);
 
   // Applies the time-outs as of `now`: loses silent workers, releases silent clients,
   // garbage-collects iterations without clients. Called by the background thread; public so that
@@ -65,6 +67,8 @@ class Dispatcher {
   absl::Status CreateTaskLocked(int64_t iteration_id, const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseClientLocked(int64_t client_id, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillTaskDef(int64_t task_id, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).
+  absl::StatusOr<const SplitPlan*> SplitPlanLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimeoutLoop();
 
   const DispatcherConfig config_;
@@ -74,6 +78,7 @@ class Dispatcher {
   std::map<int64_t, absl::Time> client_last_seen_ ABSL_GUARDED_BY(mu_);
   // Iterations that have no clients, and since when.
   std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
 
   absl::Notification stop_;
   std::thread timeout_thread_;

@@ -20,6 +20,7 @@ class DispatcherClient {
   virtual absl::Status ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp) = 0;
   virtual absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp) = 0;
   virtual absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp) = 0;
+  virtual absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) = 0;
 };
 
 }  // namespace tfdata::service

@@ -41,6 +41,8 @@ absl::Status DispatcherState::Apply(const Update& update) {
     case Update::kAcquireClient: return AcquireClient(update.acquire_client());
     case Update::kReleaseClient: return ReleaseClient(update.release_client());
     case Update::kGarbageCollectIteration: return GarbageCollectIteration(update.garbage_collect_iteration());
+    case Update::kAssignSplits: return AssignSplits(update.assign_splits());
+    case Update::kDeliverSplits: return DeliverSplits(update.deliver_splits());
     case Update::KIND_NOT_SET: break;
   }
   return Inconsistent("empty update record");
@@ -106,7 +108,12 @@ absl::Status DispatcherState::RemoveWorker(const RemoveWorkerUpdate& u) {
   if (workers_.erase(u.worker_address()) == 0) return Inconsistent("removal of unknown worker " + u.worker_address());
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     if (it->second.worker_address == u.worker_address()) {
-      if (Iteration* iter = Find(iterations_, it->second.iteration_id)) iter->tasks.erase(it->first);
+      if (Iteration* iter = Find(iterations_, it->second.iteration_id)) {
+        iter->tasks.erase(it->first);
+        // The splits it held and had not delivered are gone: never handed out again (at most once).
+        // (A finished task may still have had elements buffered.)
+        iter->splits_lost += it->second.splits_assigned - it->second.splits_delivered;
+      }
       it = tasks_.erase(it);
     } else {
       ++it;
@@ -141,6 +148,29 @@ absl::Status DispatcherState::GarbageCollectIteration(const GarbageCollectIterat
   for (int64_t c : it->clients) client_iteration_.erase(c);
   it->clients.clear();
   it->garbage_collected = true;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("splits for unknown " + TaskName(u.task_id()));
+  Iteration* it = Find(iterations_, t->iteration_id);
+  if (it == nullptr) return Inconsistent("splits for a task of an unknown iteration");
+  if (u.epoch() < 0 || u.count() <= 0) return Inconsistent("empty split assignment");
+  int64_t& next = it->next_split[u.epoch()];
+  if (u.first() != next) {
+    return Inconsistent(absl::StrCat("splits of epoch ", u.epoch(), " out of order: ", u.first(), " after ", next));
+  }
+  next += u.count();
+  t->splits_assigned += u.count();
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::DeliverSplits(const DeliverSplitsUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("delivery report for unknown " + TaskName(u.task_id()));
+  if (u.splits_delivered() > t->splits_assigned) return Inconsistent("more splits delivered than assigned");
+  t->splits_delivered = std::max(t->splits_delivered, u.splits_delivered());
   return absl::OkStatus();
 }
 

@@ -49,12 +49,19 @@ class DispatcherState {
     std::set<int64_t> tasks;    // live tasks
     std::set<int64_t> clients;  // current clients
     bool garbage_collected = false;
+    // distributed_epoch: per epoch, the next split to hand out; splits lost with dead workers.
+    std::map<int64_t, int64_t> next_split;
+    int64_t splits_lost = 0;
   };
   struct Task {
     int64_t id = 0;
     int64_t iteration_id = 0;
     std::string worker_address;
     bool finished = false;
+    // distributed_epoch: splits handed to the task, and how many of them (in that order) its
+    // worker reported delivered in full.
+    int64_t splits_assigned = 0;
+    int64_t splits_delivered = 0;
   };
 
   absl::Status Apply(const Update& update);
@@ -97,6 +104,8 @@ class DispatcherState {
   absl::Status AcquireClient(const AcquireClientUpdate& u);
   absl::Status ReleaseClient(const ReleaseClientUpdate& u);
   absl::Status GarbageCollectIteration(const GarbageCollectIterationUpdate& u);
+  absl::Status AssignSplits(const AssignSplitsUpdate& u);
+  absl::Status DeliverSplits(const DeliverSplitsUpdate& u);
 
   std::map<std::string, Dataset> datasets_;
   std::map<std::string, std::string> dataset_by_fingerprint_;

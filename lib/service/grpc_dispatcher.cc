@@ -20,6 +20,7 @@ TFD_ADAPT(GetOrCreateJob, GetOrCreateJobRequest, GetOrCreateJobResponse)
 TFD_ADAPT(ClientHeartbeat, ClientHeartbeatRequest, ClientHeartbeatResponse)
 TFD_ADAPT(ReleaseClient, ReleaseClientRequest, ReleaseClientResponse)
 TFD_ADAPT(WorkerHeartbeat, WorkerHeartbeatRequest, WorkerHeartbeatResponse)
+TFD_ADAPT(GetSplits, GetSplitsRequest, GetSplitsResponse)
 #undef TFD_ADAPT
 
 GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address, absl::Duration timeout)

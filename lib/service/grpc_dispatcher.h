@@ -28,6 +28,7 @@ class GrpcDispatcherService final : public DispatcherService::Service {
                              ReleaseClientResponse* resp) override;
   grpc::Status WorkerHeartbeat(grpc::ServerContext*, const WorkerHeartbeatRequest* req,
                                WorkerHeartbeatResponse* resp) override;
+  grpc::Status GetSplits(grpc::ServerContext*, const GetSplitsRequest* req, GetSplitsResponse* resp) override;
 
  private:
   Dispatcher* const dispatcher_;
@@ -44,6 +45,7 @@ class GrpcDispatcherClient final : public DispatcherClient {
   absl::Status ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp) override;
   absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp) override;
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp) override;
+  absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) override;
 
  private:
   const std::string address_;

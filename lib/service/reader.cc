@@ -68,6 +68,18 @@ int64_t Reader::tasks_dropped() const {
   return tasks_dropped_;
 }
 
+int64_t Reader::splits_lost() const {
+  absl::MutexLock lock(&mu_);
+  return splits_lost_;
+}
+
+void Reader::DropLocked(TaskState& ts) {
+  ts.ended = true;
+  ++tasks_dropped_;
+  splits_lost_ += ts.splits_undelivered;
+  DeliverLocked(ts, /*all=*/true);
+}
+
 int64_t Reader::num_tasks() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(tasks_.size());
@@ -90,15 +102,20 @@ absl::Status Reader::HeartbeatOnce() {
   listed_tasks_.clear();
   for (const TaskInfo& t : resp.tasks()) {
     listed_tasks_.push_back(t.task_id());
-    if (tasks_.contains(t.task_id())) continue;
+    if (auto known = tasks_.find(t.task_id()); known != tasks_.end()) {
+      if (!known->second.ended) known->second.splits_undelivered = t.splits_undelivered();
+      continue;
+    }
     TaskState ts;
     ts.address = t.worker_address();
+    ts.splits_undelivered = t.splits_undelivered();
     auto client = MakeDataTransferClient(options_.protocol, t.worker_address());
     if (!client.ok()) {
       spdlog::warn("reader: skipping {} on worker {}: {}", TaskName(t.task_id()), t.worker_address(),
                    client.status().ToString());
       ts.ended = true;
       ++tasks_dropped_;
+      splits_lost_ += ts.splits_undelivered;
     } else {
       ts.client = *std::move(client);
     }
@@ -108,9 +125,7 @@ absl::Status Reader::HeartbeatOnce() {
   for (auto& [id, ts] : tasks_) {
     if (!ts.ended && std::find(listed_tasks_.begin(), listed_tasks_.end(), id) == listed_tasks_.end()) {
       spdlog::warn("reader: {} on worker {} was removed by the dispatcher", TaskName(id), ts.address);
-      ts.ended = true;
-      ++tasks_dropped_;
-      DeliverLocked(ts, /*all=*/true);
+      DropLocked(ts);
     }
   }
   iteration_finished_ = resp.iteration_finished();
@@ -196,9 +211,7 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
     if (IsTransportError(result.status())) {
       if (++ts.failures >= kMaxFailures && !ts.ended) {
         spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address, result.status().ToString());
-        ts.ended = true;
-        ++tasks_dropped_;
-        DeliverLocked(ts, /*all=*/true);
+        DropLocked(ts);
       }
       ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
     } else if (absl::IsNotFound(result.status())) {

@@ -66,6 +66,10 @@ class Reader {
   int64_t tasks_dropped() const;
   // Tasks this reader has learned of so far (read, being read or dropped).
   int64_t num_tasks() const;
+  // distributed_epoch: splits lost with the tasks this reader dropped (their worker died): the
+  // splits each held and had not reported delivered. Every element missing from the epoch belongs
+  // to one of them; a split counted may have been delivered in part (an upper bound).
+  int64_t splits_lost() const;
 
  private:
   // A response that may only be delivered once the requests that were in flight to the same task
@@ -83,6 +87,7 @@ class Reader {
     std::vector<HeldResponse> held;
     int failures = 0;
     absl::Time retry_after = absl::InfinitePast();
+    int64_t splits_undelivered = 0;  // as of the last heartbeat
   };
 
   Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
@@ -94,6 +99,8 @@ class Reader {
   // Records the answer to request `request` of the task and delivers what is now in stream order.
   void CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives a task up: counts it dropped, its undelivered splits lost, delivers what it holds.
+  void DropLocked(TaskState& ts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves held responses to ready_: those nothing in flight can precede, or (`all`) every one.
   void DeliverLocked(TaskState& ts, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -118,6 +125,7 @@ class Reader {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 };
 

@@ -1,6 +1,7 @@
 #include "lib/service/worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher_state.h"
 #include "spdlog/spdlog.h"
 
@@ -13,12 +14,70 @@ std::map<std::string, std::weak_ptr<Worker>>& LocalWorkers() ABSL_EXCLUSIVE_LOCK
   return *workers;
 }
 
+// distributed_epoch: a task's splits, fetched from the dispatcher two at a time (one to work on,
+// one ready). Thread-safe: the producer thread asks for splits, the heartbeat reads the counters.
+class TaskSplitProvider final : public SplitProvider {
+ public:
+  TaskSplitProvider(int64_t task_id, DispatcherClient* dispatcher) : task_id_(task_id), dispatcher_(dispatcher) {}
+
+  int64_t StartEpoch() override { return epochs_.fetch_add(1); }
+
+  absl::StatusOr<std::optional<Split>> Next(int64_t epoch) override {
+    if (epoch != queue_epoch_) {
+      queue_.clear();
+      queue_epoch_ = epoch;
+    }
+    if (queue_.empty()) {
+      GetSplitsRequest req;
+      req.set_task_id(task_id_);
+      req.set_epoch(epoch);
+      req.set_max_splits(2);
+      GetSplitsResponse resp;
+      // The dispatcher may be briefly unreachable: retry for a while before failing the task.
+      absl::Status st;
+      for (absl::Duration backoff = absl::Milliseconds(50); !cancelled_.HasBeenNotified();
+           backoff = std::min(backoff * 2, absl::Seconds(1))) {
+        st = dispatcher_->GetSplits(req, &resp);
+        if (st.ok() || !absl::IsUnavailable(st) || ++attempts_ > 20) break;
+        cancelled_.WaitForNotificationWithTimeout(backoff);
+      }
+      if (cancelled_.HasBeenNotified()) return std::nullopt;
+      if (!st.ok()) return st;
+      attempts_ = 0;
+      for (Split& s : *resp.mutable_splits()) queue_.push_back(std::move(s));
+      if (queue_.empty()) return std::nullopt;  // end of the epoch's splits
+    }
+    Split s = std::move(queue_.front());
+    queue_.pop_front();
+    started_.fetch_add(1);
+    return s;
+  }
+
+  void Cancel() {
+    if (!cancelled_.HasBeenNotified()) cancelled_.Notify();
+  }
+  // Splits whose elements the source has begun to produce.
+  int64_t started() const { return started_.load(); }
+
+ private:
+  const int64_t task_id_;
+  DispatcherClient* const dispatcher_;
+  std::atomic<int64_t> epochs_{0};
+  std::atomic<int64_t> started_{0};
+  absl::Notification cancelled_;
+  // Used by the producer thread only.
+  int64_t queue_epoch_ = -1;
+  std::deque<Split> queue_;
+  int attempts_ = 0;
+};
+
 }  // namespace
 
 // One task: a producer thread filling a bounded buffer from the task's pipeline.
 class Worker::Task {
  public:
-  Task(const TaskDef& def, const WorkerConfig& config) : def_(def), config_(config) {
+  Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher) : def_(def), config_(config) {
+    if (def.mode() == DISTRIBUTED_EPOCH) splits_ = std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher);
     thread_ = std::thread([this] { Produce(); });
   }
   ~Task() {
@@ -27,8 +86,20 @@ class Worker::Task {
   }
   // Stops producing; calls waiting in Get return NotFound at once.
   void Cancel() {
+    if (splits_) splits_->Cancel();
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
+  }
+
+  bool distributed() const { return splits_ != nullptr; }
+  // distributed_epoch: how many of the task's splits readers have received in full. An element is
+  // tagged with the number of splits started when it was produced; once an element tagged t has
+  // been served, splits before the t-th are delivered (exact for pipelines that do not hold
+  // elements back across splits, e.g. shuffle). At the end of the stream, all of them.
+  int64_t SplitsDelivered() {
+    absl::MutexLock lock(&mu_);
+    if (end_served_) return splits_ ? splits_->started() : 0;
+    return std::max<int64_t>(0, max_served_tag_ - 1);
   }
 
   const TaskDef& def() const { return def_; }
@@ -52,6 +123,7 @@ class Worker::Task {
            (result.elements.empty() || bytes + buffer_.front().bytes <= max_bytes)) {
       bytes += buffer_.front().bytes;
       buffered_bytes_ -= buffer_.front().bytes;
+      max_served_tag_ = std::max(max_served_tag_, buffer_.front().tag);
       result.elements.push_back(std::move(buffer_.front().element));
       buffer_.pop_front();
     }
@@ -59,6 +131,7 @@ class Worker::Task {
     if (buffer_.empty() && done_) {
       if (!error_.ok() && result.elements.empty()) return error_;
       result.end_of_sequence = error_.ok();
+      end_served_ = end_served_ || result.end_of_sequence;
     }
     return result;
   }
@@ -67,6 +140,7 @@ class Worker::Task {
   struct Buffered {
     Element element;
     int64_t bytes;
+    int64_t tag;  // splits started when it was produced (distributed_epoch)
   };
 
   void Produce() {
@@ -81,8 +155,9 @@ class Worker::Task {
   }
 
   absl::Status Run() {
-    auto dataset = BuildDataset(def_.pipeline(), config_.build_options,
-                                PipelineSource{absl::StrCat("dataset ", def_.dataset_id()), nullptr});
+    const PipelineSource source{absl::StrCat("dataset ", def_.dataset_id()), nullptr};
+    auto dataset = splits_ ? BuildSplitFedDataset(def_.pipeline(), config_.build_options, splits_, source)
+                           : BuildDataset(def_.pipeline(), config_.build_options, source);
     if (!dataset.ok()) return dataset.status();
     auto it = (*dataset)->MakeIterator(IteratorContext{});
     if (!it.ok()) return it.status();
@@ -122,7 +197,7 @@ class Worker::Task {
         }
         const int64_t bytes = static_cast<int64_t>(ElementByteSize(e));
         batch_bytes += bytes;
-        batch.push_back(Buffered{std::move(e), bytes});
+        batch.push_back(Buffered{std::move(e), bytes, splits_ ? splits_->started() : 0});
       }
       Push(batch);
       if (end) return absl::OkStatus();
@@ -145,6 +220,9 @@ class Worker::Task {
   std::deque<Buffered> buffer_ ABSL_GUARDED_BY(mu_);
   int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_index_ ABSL_GUARDED_BY(mu_) = 0;  // stream position of buffer_.front()
+  int64_t max_served_tag_ ABSL_GUARDED_BY(mu_) = 0;
+  bool end_served_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<TaskSplitProvider> splits_;  // distributed_epoch only
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
@@ -236,6 +314,11 @@ absl::Status Worker::Heartbeat() {
     for (const auto& [id, task] : tasks_) {
       req.add_current_tasks(id);
       if (task->Finished()) req.add_finished_tasks(id);
+      if (task->distributed()) {
+        TaskProgress* p = req.add_task_progress();
+        p->set_task_id(id);
+        p->set_splits_delivered(task->SplitsDelivered());
+      }
     }
   }
   WorkerHeartbeatResponse resp;
@@ -255,7 +338,7 @@ absl::Status Worker::Heartbeat() {
     if (tasks_.contains(def.task_id())) continue;
     spdlog::info("worker {}: starting {} ({}, dataset {})", config_.worker_address, TaskName(def.task_id()),
                  JobName(def.job_id()), def.dataset_id());
-    tasks_[def.task_id()] = std::make_shared<Task>(def, config_);
+    tasks_[def.task_id()] = std::make_shared<Task>(def, config_, dispatcher_.get());
   }
   return absl::OkStatus();
 }
