@@ -14,8 +14,10 @@ std::map<std::string, std::weak_ptr<Worker>>& LocalWorkers() ABSL_EXCLUSIVE_LOCK
   return *workers;
 }
 
-// distributed_epoch: a task's splits, fetched from the dispatcher two at a time (one to work on,
-// one ready). Thread-safe: the producer thread asks for splits, the heartbeat reads the counters.
+// distributed_epoch: a task's splits, fetched from the dispatcher in batches: 2 at first, doubling
+// (up to 16) while a batch lasts less than 50 ms and halving when one lasts over 500 ms, so cheap
+// pipelines do not wait on a dispatcher call per split, and a worker that dies holds few splits
+// of slow ones. Thread-safe: the producer thread asks for splits, the heartbeat reads the counters.
 class TaskSplitProvider final : public SplitProvider {
  public:
   TaskSplitProvider(int64_t task_id, DispatcherClient* dispatcher) : task_id_(task_id), dispatcher_(dispatcher) {}
@@ -31,7 +33,13 @@ class TaskSplitProvider final : public SplitProvider {
       GetSplitsRequest req;
       req.set_task_id(task_id_);
       req.set_epoch(epoch);
-      req.set_max_splits(2);
+      const absl::Time now = absl::Now();
+      if (last_fetch_ != absl::InfinitePast()) {
+        if (now - last_fetch_ < absl::Milliseconds(50)) batch_ = std::min(batch_ * 2, 16);
+        if (now - last_fetch_ > absl::Milliseconds(500)) batch_ = std::max(batch_ / 2, 2);
+      }
+      last_fetch_ = now;
+      req.set_max_splits(batch_);
       GetSplitsResponse resp;
       // The dispatcher may be briefly unreachable: retry for a while before failing the task.
       absl::Status st;
@@ -69,6 +77,8 @@ class TaskSplitProvider final : public SplitProvider {
   int64_t queue_epoch_ = -1;
   std::deque<Split> queue_;
   int attempts_ = 0;
+  int batch_ = 2;
+  absl::Time last_fetch_ = absl::InfinitePast();
 };
 
 }  // namespace
