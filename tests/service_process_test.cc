@@ -199,6 +199,54 @@ TEST_CASE("processes: a worker killed with SIGKILL mid-job, the read finishes fr
   CHECK_THAT(reader.err(), Catch::Contains("1 task(s) dropped"));
 }
 
+TEST_CASE("processes: distributed_epoch over three workers, then with a worker killed by SIGKILL",
+          "[service][process]") {
+  TempDir dir;
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-timeout", "1s"},
+                     dir.Join("d"));
+  const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < 3; ++i) {
+    const std::string port = dir.Join("w" + std::to_string(i) + ".port");
+    workers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file", port, "--heartbeat-interval", "100ms"},
+        dir.Join("w" + std::to_string(i))));
+    WaitForPort(port);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  // No faults: each element once.
+  WriteFile(dir.Join("r.pbtxt"), "op { range { stop: 100000 } }");
+  auto once = RunTfdata({"read", "--dispatcher", addr, dir.Join("r.pbtxt"), "--mode", "dynamic", "-q"});
+  REQUIRE(once.exit_code == 0);
+  auto counts = LineCounts(once.out);
+  CHECK(counts.size() == 100000);
+  bool each_once = true;
+  for (const auto& [line, n] : counts) each_once = each_once && n == 1;
+  CHECK(each_once);
+
+  // A worker killed mid-epoch: nothing twice, the rest lost and counted.
+  WriteFile(dir.Join("slow.pbtxt"), "op { range { stop: 6000 } } op { map { fn { sleep { micros: 1000 } } } }");
+  Process reader({"read", "--dispatcher", addr, dir.Join("slow.pbtxt"), "--mode", "distributed_epoch"}, dir.Join("r"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  workers[1]->Signal(SIGKILL);
+  CHECK(workers[1]->Wait() == -SIGKILL);
+  CHECK(reader.Wait() == 0);
+  auto slow = LineCounts(reader.out());
+  int total = 0;
+  bool no_duplicate = true;
+  for (const auto& [line, n] : slow) {
+    total += n;
+    no_duplicate = no_duplicate && n == 1;
+  }
+  CHECK(no_duplicate);
+  CHECK(total < 6000);
+  CHECK(total > 1000);
+  INFO(reader.err());
+  CHECK_THAT(reader.err(), Catch::Contains("1 task(s) dropped: worker unreachable; "));
+  CHECK_THAT(reader.err(), Catch::Contains(" split(s) lost)"));
+}
+
 TEST_CASE("processes: SIGTERM stops servers and readers promptly", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port")}, dir.Join("d"));
