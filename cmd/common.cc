@@ -173,9 +173,13 @@ std::string DroppedSummary(const service::Reader& reader) {
 absl::StatusOr<service::ProcessingMode> ParseModeFlag(const std::string& name) {
   if (name == "parallel_epochs" || name == "off") return service::PARALLEL_EPOCHS;
   if (name == "distributed_epoch" || name == "dynamic") return service::DISTRIBUTED_EPOCH;
+  if (name == "file") return service::SHARD_FILE;
+  if (name == "data") return service::SHARD_DATA;
+  if (name == "file_or_data") return service::SHARD_FILE_OR_DATA;
+  if (name == "hint") return service::SHARD_HINT;
   return absl::InvalidArgumentError(fmt::format(
       "--mode: unknown processing mode \"{}\" (available: parallel_epochs, alias off; distributed_epoch, alias "
-      "dynamic)",
+      "dynamic; static sharding: file, data, file_or_data, hint)",
       name));
 }
 

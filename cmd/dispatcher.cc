@@ -4,6 +4,8 @@
 #include "cmd/common.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
+#include "absl/strings/str_split.h"
+#include "lib/service/grpc_util.h"
 #include "lib/service/server.h"
 
 namespace tfdata::cmd {
@@ -16,6 +18,7 @@ struct DispatcherFlags {
   std::string worker_timeout = "10m";
   std::string client_timeout = "5m";
   std::string job_gc_timeout = "5m";
+  std::string worker_addresses;
   std::string log_level = "info";
 };
 
@@ -31,6 +34,17 @@ int RunDispatcher(const DispatcherFlags& f) {
   config.worker_timeout = *wt;
   config.client_timeout = *ct;
   config.job_gc_timeout = *gt;
+  if (!f.worker_addresses.empty()) {
+    for (const std::string& a : std::vector<std::string>(absl::StrSplit(f.worker_addresses, ','))) {
+      auto parsed = service::ParseAddress(a, "--worker-addresses");
+      if (!parsed.ok()) return Fail(parsed.status(), kExitUsage);
+      if (std::find(config.worker_addresses.begin(), config.worker_addresses.end(), *parsed) !=
+          config.worker_addresses.end()) {
+        return Fail(fmt::format("--worker-addresses: {} is listed twice", *parsed), kExitUsage);
+      }
+      config.worker_addresses.push_back(*parsed);
+    }
+  }
   if (f.port < 0 || f.port > 65535) return Fail("--port: must be 0..65535", kExitUsage);
   service::DispatcherServer server(config);
   if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
@@ -50,6 +64,9 @@ void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--host", f->host, "Interface to listen on")->capture_default_str();
   sub->add_option("--port", f->port, "Port to listen on (0: any free port)")->capture_default_str();
   sub->add_option("--port-file", f->port_file, "Write the bound port to PATH once listening");
+  sub->add_option("--worker-addresses", f->worker_addresses,
+                  "Static sharding: the fixed worker list HOST:PORT,HOST:PORT,... as the workers advertise "
+                  "themselves (worker --worker-address); a worker's index is its position, others are refused");
   sub->add_option("--worker-timeout", f->worker_timeout, "A worker silent this long is lost")->capture_default_str();
   sub->add_option("--client-timeout", f->client_timeout, "A reader silent this long is released")->capture_default_str();
   sub->add_option("--job-gc-timeout", f->job_gc_timeout, "A job without readers this long is removed (-1: never)")

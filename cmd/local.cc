@@ -70,7 +70,8 @@ void AddLocalCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("PIPELINE", f->pipeline, "Pipeline file")->required();
   sub->add_option("--workers", f->workers, "Number of workers")->capture_default_str();
   sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
-                  "distributed_epoch (alias dynamic: the source is split among the workers, each element once)")->capture_default_str();
+                  "distributed_epoch (alias dynamic: the source is split among the workers, each element once), or a "
+                  "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")->capture_default_str();
   sub->add_option("--transfer", f->transfer, "Data plane between workers and reader: local (in-process) or grpc")
       ->capture_default_str();
   AddOutputFlags(sub, &f->output);

@@ -62,7 +62,8 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--dataset-id", f->dataset_id, "A registered dataset's id");
   sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
-                  "distributed_epoch (alias dynamic: the source is split among the workers, each element once)")->capture_default_str();
+                  "distributed_epoch (alias dynamic: the source is split among the workers, each element once), or a "
+                  "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")->capture_default_str();
   sub->add_option("--job-name", f->job_name, "Share the job with other readers of this name");
   sub->add_option("--max-outstanding-requests", f->max_outstanding_requests, "Element requests in flight, at most")
       ->capture_default_str();

@@ -247,6 +247,39 @@ TEST_CASE("processes: distributed_epoch over three workers, then with a worker k
   CHECK_THAT(reader.err(), Catch::Contains(" split(s) lost)"));
 }
 
+TEST_CASE("processes: static sharding with a fixed worker list, and a worker not on it", "[service][process]") {
+  TempDir dir;
+  // Reserve a port for the listed worker by letting one worker pick it, then listing that address.
+  Process probe({"worker", "--dispatcher", "127.0.0.1:1", "--port", "0", "--port-file", dir.Join("p.port"),
+                 "--host", "127.0.0.1", "--worker-address", "127.0.0.1:%port%"},
+                dir.Join("p"));
+  const std::string port = WaitForPort(dir.Join("p.port"));
+  probe.Signal(SIGTERM);
+  probe.Wait();
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-addresses",
+                      "127.0.0.1:" + port},
+                     dir.Join("d"));
+  const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+  Process listed({"worker", "--dispatcher", addr, "--port", port, "--host", "127.0.0.1", "--worker-address",
+                  "127.0.0.1:%port%", "--heartbeat-interval", "100ms"},
+                 dir.Join("w"));
+  Process stranger({"worker", "--dispatcher", addr, "--port-file", dir.Join("s.port"), "--heartbeat-interval", "100ms"},
+                   dir.Join("s"));
+  WaitForPort(dir.Join("s.port"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  WriteFile(dir.Join("r.pbtxt"), "op { range { stop: 10 } }");
+  auto read = RunTfdata({"read", "--dispatcher", addr, dir.Join("r.pbtxt"), "--mode", "data"});
+  INFO(read.err);
+  CHECK(read.exit_code == 0);
+  CHECK(read.out == "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+  CHECK_THAT(stranger.err(), Catch::Contains("refused by the dispatcher"));
+  CHECK_THAT(stranger.err(), Catch::Contains("is not in the dispatcher's fixed worker list"));
+  CHECK_THAT(dispatcher.err(), Catch::Contains("refused worker localhost:"));
+  auto bad = RunTfdata({"dispatcher", "--port", "0", "--worker-addresses", "a:1,nonsense"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--worker-addresses: \"nonsense\" is not an address"));
+}
+
 TEST_CASE("processes: SIGTERM stops servers and readers promptly", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port")}, dir.Join("d"));

@@ -1,5 +1,10 @@
 #include "tests/test_cluster.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
 
@@ -36,10 +41,11 @@ std::unique_ptr<service::DispatcherClient> TestCluster::NewDispatcherClient() co
   return std::make_unique<service::GrpcDispatcherClient>(dispatcher_address_);
 }
 
-std::unique_ptr<service::WorkerServer> TestCluster::StartWorker() {
+std::unique_ptr<service::WorkerServer> TestCluster::StartWorker(int port) {
   service::WorkerServerOptions options;
   options.dispatcher_address = dispatcher_address_;
   options.host = "127.0.0.1";
+  options.port = port;
   options.worker_address = "127.0.0.1:%port%";
   options.config.heartbeat_interval = absl::Milliseconds(50);
   auto w = std::make_unique<service::WorkerServer>(options);
@@ -52,8 +58,31 @@ void TestCluster::WaitForWorkers(size_t n) {
   REQUIRE(dispatcher().NumWorkers() >= n);
 }
 
-size_t TestCluster::AddWorker() {
+service::WorkerServer& TestCluster::StartUnlistedWorker() {
   workers_.push_back(StartWorker());
+  return *workers_.back();
+}
+
+std::vector<int> TestCluster::FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    socklen_t len = sizeof(addr);
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) close(fd);
+  return ports;
+}
+
+size_t TestCluster::AddWorker(int port) {
+  workers_.push_back(StartWorker(port));
   WaitForWorkers(++running_);
   return workers_.size() - 1;
 }

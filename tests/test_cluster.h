@@ -24,8 +24,13 @@ class TestCluster {
   service::Dispatcher& dispatcher() { return dispatcher_->dispatcher(); }
   std::unique_ptr<service::DispatcherClient> NewDispatcherClient() const;
 
-  // Starts one more worker and waits until the dispatcher knows it. Returns its index.
-  size_t AddWorker();
+  // Starts one more worker (on `port`, 0: any) and waits until the dispatcher knows it. Returns its
+  // index.
+  size_t AddWorker(int port = 0);
+  // Starts a worker the dispatcher may refuse (static sharding); does not wait.
+  service::WorkerServer& StartUnlistedWorker();
+  // `n` distinct loopback ports that were free a moment ago (for fixed worker lists).
+  static std::vector<int> FreePorts(int n);
   void StopWorker(size_t index);
   // Starts a stopped worker again (on a new port: a new worker to the dispatcher).
   void RestartWorker(size_t index);
@@ -42,7 +47,7 @@ class TestCluster {
                                                              const std::string& protocol = "grpc");
 
  private:
-  std::unique_ptr<service::WorkerServer> StartWorker();
+  std::unique_ptr<service::WorkerServer> StartWorker(int port = 0);
   void WaitForWorkers(size_t n);
 
   std::unique_ptr<service::DispatcherServer> dispatcher_;

@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/pipeline/fingerprint.h"
 #include "spdlog/spdlog.h"
 
@@ -92,9 +94,14 @@ absl::Status Dispatcher::GetDataset(const GetDatasetRequest& req, GetDatasetResp
 }
 
 absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp) {
-  if (req.mode() != PARALLEL_EPOCHS && req.mode() != DISTRIBUTED_EPOCH) {
+  if (req.mode() != PARALLEL_EPOCHS && req.mode() != DISTRIBUTED_EPOCH && !IsStaticSharding(req.mode())) {
     return absl::InvalidArgumentError(absl::StrCat("get or create job: unsupported processing mode ",
                                                    ProcessingMode_Name(req.mode())));
+  }
+  if (IsStaticSharding(req.mode()) && config_.worker_addresses.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "get or create job: mode ", ProcessingMode_Name(req.mode()),
+        " (static sharding) needs a dispatcher started with --worker-addresses, the fixed list of workers"));
   }
   absl::MutexLock lock(&mu_);
   if (state_.FindDataset(req.dataset_id()) == nullptr) {
@@ -117,6 +124,14 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
                                                        p.status().message()));
       }
       plan = *std::move(p);
+    }
+    if (IsStaticSharding(req.mode())) {
+      auto st = CheckStaticSharding(state_.FindDataset(req.dataset_id())->pipeline, req.mode(),
+                                    static_cast<int64_t>(config_.worker_addresses.size()), BuildOptions{});
+      if (!st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
+                                                       st.message()));
+      }
     }
     Update u;
     auto* c = u.mutable_create_job();
@@ -247,12 +262,26 @@ void Dispatcher::FillTaskDef(int64_t task_id, TaskDef* def) const {
   def->set_dataset_id(job->dataset_id);
   def->set_mode(job->mode);
   *def->mutable_pipeline() = state_.FindDataset(job->dataset_id)->pipeline;
+  if (IsStaticSharding(job->mode)) {
+    const auto& list = config_.worker_addresses;
+    def->set_num_workers(static_cast<int32_t>(list.size()));
+    def->set_worker_index(static_cast<int32_t>(std::find(list.begin(), list.end(), task->worker_address) - list.begin()));
+  }
 }
 
 absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp) {
   const std::string& worker = req.worker_address();
   if (worker.empty()) return absl::InvalidArgumentError("worker heartbeat: empty worker address");
   absl::MutexLock lock(&mu_);
+  const auto& list = config_.worker_addresses;
+  if (!list.empty() && std::find(list.begin(), list.end(), worker) == list.end()) {
+    const std::string known = absl::StrJoin(list, ", ");
+    if (refused_workers_.insert(worker).second) {
+      spdlog::warn("dispatcher: refused worker {}: not in --worker-addresses ({})", worker, known);
+    }
+    return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " is not in the dispatcher's fixed worker list (",
+                                                      known, "); static sharding admits only those workers"));
+  }
   if (!state_.WorkerKnown(worker)) {
     Update u;
     u.mutable_register_worker()->set_worker_address(worker);

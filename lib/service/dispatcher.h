@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -31,6 +32,9 @@ struct DispatcherConfig {
   absl::Duration client_timeout = absl::Minutes(5);
   // An iteration with no clients this long is garbage-collected (InfiniteDuration: never).
   absl::Duration job_gc_timeout = absl::Minutes(5);
+  // Static sharding: the fixed worker list, as the workers advertise themselves ("host:port");
+  // a worker's index is its position. When set, other workers are refused. Empty: any worker.
+  std::vector<std::string> worker_addresses;
 };
 
 class Dispatcher {
@@ -79,6 +83,7 @@ class Dispatcher {
   // Iterations that have no clients, and since when.
   std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
+  std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);      // logged once each
 
   absl::Notification stop_;
   std::thread timeout_thread_;

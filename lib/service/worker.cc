@@ -1,6 +1,7 @@
 #include "lib/service/worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher_state.h"
 #include "spdlog/spdlog.h"
@@ -166,8 +167,14 @@ class Worker::Task {
 
   absl::Status Run() {
     const PipelineSource source{absl::StrCat("dataset ", def_.dataset_id()), nullptr};
-    auto dataset = splits_ ? BuildSplitFedDataset(def_.pipeline(), config_.build_options, splits_, source)
-                           : BuildDataset(def_.pipeline(), config_.build_options, source);
+    pipeline::Pipeline pipeline = def_.pipeline();
+    if (IsStaticSharding(def_.mode())) {
+      auto sharded = ApplyStaticSharding(pipeline, def_.mode(), def_.num_workers(), def_.worker_index());
+      if (!sharded.ok()) return sharded.status();
+      pipeline = *std::move(sharded);
+    }
+    auto dataset = splits_ ? BuildSplitFedDataset(pipeline, config_.build_options, splits_, source)
+                           : BuildDataset(pipeline, config_.build_options, source);
     if (!dataset.ok()) return dataset.status();
     auto it = (*dataset)->MakeIterator(IteratorContext{});
     if (!it.ok()) return it.status();
@@ -304,7 +311,11 @@ void Worker::HeartbeatLoop() {
     absl::Status st = Heartbeat();
     if (!st.ok()) {
       // Log the first failure and the recovery, not every retry.
-      if (!failing) spdlog::warn("worker {}: heartbeat to the dispatcher failed: {}", config_.worker_address, st.ToString());
+      if (!failing && absl::IsFailedPrecondition(st)) {
+        spdlog::error("worker {}: refused by the dispatcher: {}", config_.worker_address, std::string(st.message()));
+      } else if (!failing) {
+        spdlog::warn("worker {}: heartbeat to the dispatcher failed: {}", config_.worker_address, st.ToString());
+      }
       failing = true;
       backoff = std::min(std::max(backoff * 2, absl::Milliseconds(100)), config_.heartbeat_interval);
     } else {
