@@ -98,7 +98,7 @@ TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 
   }
 }
 
-TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files", "[distributed]") {
+TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files, 1 to 5 workers, 1 or 3 readers", "[distributed]") {
   TempDir dir;
   std::string files;
   std::map<std::string, int> expected;
@@ -118,10 +118,12 @@ TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files", "[dist
     INFO(workers << " workers");
     TestCluster cluster(workers);
     const std::string id = cluster.Register("op { tfrecord { file: [" + files + "] } }");
-    auto elements = ReadShared(cluster, id, 2, "tfrecords");
-    std::map<std::string, int> got;
-    for (const auto& e : elements) ++got[e[0].strings()[0]];
-    CHECK(got == expected);
+    for (int readers : {1, 3}) {
+      auto elements = ReadShared(cluster, id, readers, "tfrecords-" + std::to_string(readers));
+      std::map<std::string, int> got;
+      for (const auto& e : elements) ++got[e[0].strings()[0]];
+      CHECK(got == expected);
+    }
   }
 }
 
