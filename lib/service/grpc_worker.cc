@@ -48,6 +48,7 @@ void GrpcWorkerService::Start(std::unique_ptr<grpc::ServerCompletionQueue> cq) {
 }
 
 void GrpcWorkerService::AddThreadLocked() {
+  if (shutting_down_) return;
   AcceptOneLocked();  // one call waiting to be matched per thread
   threads_.emplace_back([this] { Loop(); });
 }
