@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "lib/service/grpc_util.h"
 #include "lib/service/server.h"
+#include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {
 namespace {
@@ -19,6 +20,8 @@ struct DispatcherFlags {
   std::string client_timeout = "5m";
   std::string job_gc_timeout = "5m";
   std::string worker_addresses;
+  std::string work_dir;
+  bool fault_tolerant = false;
   std::string log_level = "info";
 };
 
@@ -46,6 +49,14 @@ int RunDispatcher(const DispatcherFlags& f) {
     }
   }
   if (f.port < 0 || f.port > 65535) return Fail("--port: must be 0..65535", kExitUsage);
+  if (f.fault_tolerant && f.work_dir.empty()) {
+    return Fail("--fault-tolerant needs --work-dir DIR (where the journal is kept)", kExitUsage);
+  }
+  if (!f.work_dir.empty() && !f.fault_tolerant) {
+    spdlog::warn("dispatcher: --work-dir without --fault-tolerant: nothing is journaled");
+  }
+  config.work_dir = f.work_dir;
+  config.fault_tolerant = f.fault_tolerant;
   service::DispatcherServer server(config);
   if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
   if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
@@ -67,6 +78,10 @@ void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--worker-addresses", f->worker_addresses,
                   "Static sharding: the fixed worker list HOST:PORT,HOST:PORT,... as the workers advertise "
                   "themselves (worker --worker-address); a worker's index is its position, others are refused");
+  sub->add_option("--work-dir", f->work_dir, "Directory for the journal of a --fault-tolerant dispatcher");
+  sub->add_flag("--fault-tolerant", f->fault_tolerant,
+                "Journal every state change to --work-dir (synced before answering) and replay it on start, so "
+                "a restarted dispatcher carries on with the same datasets, jobs, tasks and split positions");
   sub->add_option("--worker-timeout", f->worker_timeout, "A worker silent this long is lost")->capture_default_str();
   sub->add_option("--client-timeout", f->client_timeout, "A reader silent this long is released")->capture_default_str();
   sub->add_option("--job-gc-timeout", f->job_gc_timeout, "A job without readers this long is removed (-1: never)")

@@ -280,6 +280,49 @@ TEST_CASE("processes: static sharding with a fixed worker list, and a worker not
   CHECK_THAT(bad.err, Catch::Contains("--worker-addresses: \"nonsense\" is not an address"));
 }
 
+TEST_CASE("processes: a fault-tolerant dispatcher killed with SIGKILL mid-epoch and restarted, exactly once",
+          "[service][process][journal]") {
+  TempDir dir;
+  const std::string work = dir.Join("work");
+  auto start_dispatcher = [&](const std::string& port, const std::string& log) {
+    return std::make_unique<Process>(std::vector<std::string>{"dispatcher", "--port", port, "--port-file",
+                                                              dir.Join("d.port"), "--host", "127.0.0.1",
+                                                              "--work-dir", work, "--fault-tolerant"},
+                                     dir.Join(log));
+  };
+  auto dispatcher = start_dispatcher("0", "d1");
+  const std::string port = WaitForPort(dir.Join("d.port"));
+  const std::string addr = "127.0.0.1:" + port;
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < 3; ++i) {
+    const std::string pf = dir.Join("w" + std::to_string(i) + ".port");
+    workers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file", pf, "--heartbeat-interval", "100ms"},
+        dir.Join("w" + std::to_string(i))));
+    WaitForPort(pf);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // About 1.5 s of work per worker: 100000 elements, 45 us each, over 3 workers.
+  WriteFile(dir.Join("p.pbtxt"), "op { range { stop: 100000 } } op { map { fn { sleep { micros: 45 } } } }");
+  Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch", "-q"},
+                 dir.Join("r"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  dispatcher->Signal(SIGKILL);
+  CHECK(dispatcher->Wait() == -SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::remove(dir.Join("d.port").c_str());
+  dispatcher = start_dispatcher(port, "d2");
+  WaitForPort(dir.Join("d.port"));
+  INFO(reader.err());
+  REQUIRE(reader.Wait() == 0);
+  auto counts = LineCounts(reader.out());
+  CHECK(counts.size() == 100000);
+  bool each_once = true;
+  for (const auto& [line, n] : counts) each_once = each_once && n == 1;
+  CHECK(each_once);
+  CHECK_THAT(dispatcher->err(), Catch::Contains("recovered "));
+}
+
 TEST_CASE("processes: SIGTERM stops servers and readers promptly", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port")}, dir.Join("d"));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,6 +27,43 @@ Dispatcher::Dispatcher(DispatcherConfig config) : config_(config) {}
 
 Dispatcher::~Dispatcher() { Stop(); }
 
+absl::Status Dispatcher::Recover() {
+  if (!config_.fault_tolerant) return absl::OkStatus();
+  if (config_.work_dir.empty()) return absl::InvalidArgumentError("--fault-tolerant needs --work-dir");
+  std::error_code ec;
+  std::filesystem::create_directories(config_.work_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("dispatcher work directory ", config_.work_dir, ": cannot create it: ", ec.message()));
+  }
+  const std::string path = config_.work_dir + "/journal";
+  auto contents = ReadJournal(path);
+  if (!contents.ok()) return contents.status();
+  auto file = config_.open_journal_file ? config_.open_journal_file(path) : OpenJournalFile(path);
+  if (!file.ok()) return file.status();
+  absl::MutexLock lock(&mu_);
+  if (!contents->warning.empty()) {
+    spdlog::warn("dispatcher: {}", contents->warning);
+    if (auto st = (*file)->Truncate(contents->valid_bytes); !st.ok()) return st;
+  }
+  int64_t rejected = 0;
+  for (const Update& u : contents->updates) {
+    if (!state_.Apply(u).ok()) ++rejected;  // rejected live too (see ApplyLocked)
+  }
+  journal_ = std::make_unique<JournalWriter>(*std::move(file), contents->valid_bytes, path);
+  // Time-outs restart from now: everyone gets a full time-out to reach the restarted dispatcher.
+  const absl::Time now = absl::Now();
+  for (const std::string& w : state_.Workers()) worker_last_seen_[w] = now;
+  for (int64_t c : state_.ClientIds()) client_last_seen_[c] = now;
+  for (int64_t it : state_.ActiveIterations()) {
+    if (state_.FindIteration(it)->clients.empty()) iteration_unclaimed_since_[it] = now;
+  }
+  spdlog::info("dispatcher: recovered {} journal record(s) from {} ({} rejected as when live): {} worker(s), next "
+               "job id {}",
+               contents->updates.size(), path, rejected, state_.Workers().size(), state_.NextJobId());
+  return absl::OkStatus();
+}
+
 void Dispatcher::Start() {
   if (timeout_thread_.joinable()) return;
   timeout_thread_ = std::thread([this] { TimeoutLoop(); });
@@ -45,6 +83,14 @@ void Dispatcher::TimeoutLoop() {
 }
 
 absl::Status Dispatcher::ApplyLocked(const Update& update) {
+  if (journal_ != nullptr) {
+    // Journal first: a change that is not durable is not made (and the RPC fails). A record the
+    // state then rejects is rejected the same way on replay, so the journal never disagrees.
+    if (auto st = journal_->Append(update); !st.ok()) {
+      spdlog::error("dispatcher: {}", st.ToString());
+      return absl::Status(st.code(), absl::StrCat("dispatcher: the change could not be journaled: ", st.message()));
+    }
+  }
   absl::Status st = state_.Apply(update);
   if (!st.ok()) spdlog::error("dispatcher: rejected state update ({}): {}", update.ShortDebugString(), st.ToString());
   return st;
@@ -396,6 +442,16 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
   if (req.epoch() < 0) return absl::InvalidArgumentError("get splits: negative epoch");
   auto plan = SplitPlanLocked(job->id);
   if (!plan.ok()) return plan.status();
+  if (req.splits_received() < task->splits_assigned) {
+    // The answer to the task's last request never arrived: send the same splits again.
+    if (req.splits_received() + task->last_count == task->splits_assigned && req.epoch() == task->last_epoch) {
+      for (int64_t i = task->last_first; i < task->last_first + task->last_count; ++i) *resp->add_splits() = (*plan)->Get(i);
+      return absl::OkStatus();
+    }
+    return absl::FailedPreconditionError(absl::StrCat("get splits: ", TaskName(req.task_id()), " reports ",
+                                                      req.splits_received(), " splits received of ",
+                                                      task->splits_assigned, " handed out"));
+  }
   auto next_it = iteration->next_split.find(req.epoch());
   const int64_t next = next_it == iteration->next_split.end() ? 0 : next_it->second;
   const int64_t count = std::min<int64_t>(std::max(req.max_splits(), 1), (*plan)->num_splits() - next);

@@ -9,6 +9,7 @@
 // liveness checks; the destructor (or Stop()) ends them.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -21,6 +22,7 @@
 #include "absl/time/time.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher_state.h"
+#include "lib/service/journal.h"
 #include "proto/service.pb.h"
 
 namespace tfdata::service {
@@ -35,6 +37,12 @@ struct DispatcherConfig {
   // Static sharding: the fixed worker list, as the workers advertise themselves ("host:port");
   // a worker's index is its position. When set, other workers are refused. Empty: any worker.
   std::vector<std::string> worker_addresses;
+  // Fault tolerance: journal every state change to `work_dir`/journal (synced before the RPC is
+  // answered) and replay it on start. fault_tolerant without a work_dir is an error.
+  std::string work_dir;
+  bool fault_tolerant = false;
+  // The journal's file writes (tests substitute torn writes and full disks). Null: the real file.
+  std::function<absl::StatusOr<std::unique_ptr<JournalFile>>(const std::string& path)> open_journal_file;
 };
 
 class Dispatcher {
@@ -44,6 +52,11 @@ class Dispatcher {
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
+  // Fault-tolerant dispatchers: opens the work directory and replays its journal through the same
+  // Apply as live updates (a torn last record is dropped with a warning; corruption elsewhere, or a
+  // directory that cannot be created or written, is an error). Call before serving. A no-op
+  // otherwise.
+  absl::Status Recover();
   // Starts the background thread that applies the time-outs.
   void Start();
   void Stop();
@@ -84,6 +97,7 @@ class Dispatcher {
   std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
   std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);      // logged once each
+  std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);      // fault-tolerant only
 
   absl::Notification stop_;
   std::thread timeout_thread_;

@@ -163,6 +163,9 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
   }
   next += u.count();
   t->splits_assigned += u.count();
+  t->last_epoch = u.epoch();
+  t->last_first = u.first();
+  t->last_count = u.count();
   return absl::OkStatus();
 }
 

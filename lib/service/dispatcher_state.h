@@ -62,6 +62,8 @@ class DispatcherState {
     // worker reported delivered in full.
     int64_t splits_assigned = 0;
     int64_t splits_delivered = 0;
+    // The last assignment, to repeat it when its answer was lost.
+    int64_t last_epoch = -1, last_first = 0, last_count = 0;
   };
 
   absl::Status Apply(const Update& update);

@@ -49,6 +49,8 @@ void Shutdown(std::unique_ptr<grpc::Server>& server, const std::function<void()>
 }  // namespace
 
 absl::Status DispatcherServer::Start(const std::string& host, int port) {
+  // Replay before listening: nobody sees the state half-recovered (callers get "unavailable").
+  if (auto st = dispatcher_.Recover(); !st.ok()) return st;
   auto server = BuildServer(&service_, host, port, &port_);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);

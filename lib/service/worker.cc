@@ -41,6 +41,7 @@ class TaskSplitProvider final : public SplitProvider {
       }
       last_fetch_ = now;
       req.set_max_splits(batch_);
+      req.set_splits_received(received_);
       GetSplitsResponse resp;
       // The dispatcher may be briefly unreachable: retry for a while before failing the task.
       absl::Status st;
@@ -53,6 +54,7 @@ class TaskSplitProvider final : public SplitProvider {
       if (cancelled_.HasBeenNotified()) return std::nullopt;
       if (!st.ok()) return st;
       attempts_ = 0;
+      received_ += resp.splits_size();
       for (Split& s : *resp.mutable_splits()) queue_.push_back(std::move(s));
       if (queue_.empty()) return std::nullopt;  // end of the epoch's splits
     }
@@ -79,6 +81,7 @@ class TaskSplitProvider final : public SplitProvider {
   std::deque<Split> queue_;
   int attempts_ = 0;
   int batch_ = 2;
+  int64_t received_ = 0;
   absl::Time last_fetch_ = absl::InfinitePast();
 };
 
