@@ -118,8 +118,8 @@ int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, con
   return code;
 }
 
-void WaitForStopSignal() {
-  while (!StopRequested()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+void WaitForStopSignal(const std::function<bool()>& done) {
+  while (!StopRequested() && !(done && done())) std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 }  // namespace tfdata::cmd

@@ -70,8 +70,8 @@ int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, con
 // The reader's losses for the summary line: "" or " (1 task(s) dropped: worker unreachable; 3 split(s) lost)".
 std::string DroppedSummary(const service::Reader& reader);
 
-// Blocks until SIGINT/SIGTERM.
-void WaitForStopSignal();
+// Blocks until SIGINT/SIGTERM, or until `done` (checked every 20 ms) returns true.
+void WaitForStopSignal(const std::function<bool()>& done = {});
 
 }  // namespace tfdata::cmd
 

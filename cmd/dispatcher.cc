@@ -1,6 +1,8 @@
 // `tfdata dispatcher`: run the service's coordinator until SIGINT/SIGTERM.
 #include <fstream>
 
+#include <optional>
+
 #include "cmd/common.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
@@ -22,6 +24,7 @@ struct DispatcherFlags {
   std::string worker_addresses;
   std::string work_dir;
   bool fault_tolerant = false;
+  std::string exit_when_idle;
   std::string log_level = "info";
 };
 
@@ -49,6 +52,12 @@ int RunDispatcher(const DispatcherFlags& f) {
     }
   }
   if (f.port < 0 || f.port > 65535) return Fail("--port: must be 0..65535", kExitUsage);
+  std::optional<absl::Duration> idle_limit;
+  if (!f.exit_when_idle.empty()) {
+    auto d = ParseDurationFlag(f.exit_when_idle, "--exit-when-idle");
+    if (!d.ok()) return Fail(d.status(), kExitUsage);
+    idle_limit = *d;
+  }
   if (f.fault_tolerant && f.work_dir.empty()) {
     return Fail("--fault-tolerant needs --work-dir DIR (where the journal is kept)", kExitUsage);
   }
@@ -62,7 +71,12 @@ int RunDispatcher(const DispatcherFlags& f) {
   if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
   fmt::print("dispatcher listening on grpc://{}:{}\n", f.host, server.port());
   std::fflush(stdout);
-  WaitForStopSignal();
+  WaitForStopSignal([&] {
+    if (!idle_limit) return false;
+    if ((&server.dispatcher())->IdleFor(absl::Now()) < *idle_limit) return false;
+    spdlog::info("no job active for {}: exiting (--exit-when-idle)", absl::FormatDuration(*idle_limit));
+    return true;
+  });
   server.Stop();
   return kExitOk;
 }
@@ -74,6 +88,9 @@ void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
   CLI::App* sub = app.add_subcommand("dispatcher", "Run the dispatcher (the coordinator) until SIGINT/SIGTERM");
   sub->add_option("--host", f->host, "Interface to listen on")->capture_default_str();
   sub->add_option("--port", f->port, "Port to listen on (0: any free port)")->capture_default_str();
+  sub->add_option("--exit-when-idle", f->exit_when_idle,
+                  "Exit (code 0) once no job has been active for this long, e.g. 10m: clusters started for one "
+                  "training run end with it");
   sub->add_option("--port-file", f->port_file, "Write the bound port to PATH once listening");
   sub->add_option("--worker-addresses", f->worker_addresses,
                   "Static sharding: the fixed worker list HOST:PORT,HOST:PORT,... as the workers advertise "

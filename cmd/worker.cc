@@ -1,9 +1,12 @@
 // `tfdata worker`: run a worker that registers with a dispatcher, until SIGINT/SIGTERM.
+#include <optional>
+
 #include "cmd/common.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/service/grpc_util.h"
 #include "lib/service/server.h"
+#include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {
 namespace {
@@ -16,6 +19,7 @@ struct WorkerFlags {
   std::string worker_address = "localhost:%port%";
   std::string heartbeat_interval = "1s";
   bool allow_plugins = false;
+  std::string exit_when_idle;
   std::string log_level = "info";
 };
 
@@ -26,6 +30,12 @@ int RunWorker(const WorkerFlags& f) {
   auto hb = ParseDurationFlag(f.heartbeat_interval, "--heartbeat-interval");
   if (!hb.ok()) return Fail(hb.status(), kExitUsage);
   if (f.port < 0 || f.port > 65535) return Fail("--port: must be 0..65535", kExitUsage);
+  std::optional<absl::Duration> idle_limit;
+  if (!f.exit_when_idle.empty()) {
+    auto d = ParseDurationFlag(f.exit_when_idle, "--exit-when-idle");
+    if (!d.ok()) return Fail(d.status(), kExitUsage);
+    idle_limit = *d;
+  }
   service::WorkerServerOptions options;
   options.dispatcher_address = *dispatcher;
   options.host = f.host;
@@ -39,7 +49,12 @@ int RunWorker(const WorkerFlags& f) {
   if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
   fmt::print("worker listening on grpc://{} (dispatcher {})\n", server.address(), *dispatcher);
   std::fflush(stdout);
-  WaitForStopSignal();
+  WaitForStopSignal([&] {
+    if (!idle_limit) return false;
+    if (server.worker()->IdleFor(absl::Now()) < *idle_limit) return false;
+    spdlog::info("no job active for {}: exiting (--exit-when-idle)", absl::FormatDuration(*idle_limit));
+    return true;
+  });
   server.Stop();
   return kExitOk;
 }
@@ -52,6 +67,9 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--host", f->host, "Interface to listen on")->capture_default_str();
   sub->add_option("--port", f->port, "Port to listen on (0: any free port)")->capture_default_str();
+  sub->add_option("--exit-when-idle", f->exit_when_idle,
+                  "Exit (code 0) once no job has been active for this long, e.g. 10m: clusters started for one "
+                  "training run end with it");
   sub->add_option("--port-file", f->port_file, "Write the bound port to PATH once listening");
   sub->add_option("--worker-address", f->worker_address,
                   "Address readers reach this worker at; %port% stands for the bound port")

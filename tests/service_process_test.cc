@@ -323,6 +323,26 @@ TEST_CASE("processes: a fault-tolerant dispatcher killed with SIGKILL mid-epoch 
   CHECK_THAT(dispatcher->err(), Catch::Contains("recovered "));
 }
 
+TEST_CASE("processes: --exit-when-idle ends a dispatcher and a worker once their job is done", "[service][process]") {
+  TempDir dir;
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--exit-when-idle", "1s",
+                      "--client-timeout", "1s", "--job-gc-timeout", "1s"},
+                     dir.Join("d"));
+  const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+  Process worker({"worker", "--dispatcher", addr, "--port-file", dir.Join("w.port"), "--heartbeat-interval", "100ms",
+                  "--exit-when-idle", "1s"},
+                 dir.Join("w"));
+  WaitForPort(dir.Join("w.port"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto read = RunTfdata({"read", "--dispatcher", addr, SourcePath("examples/range.pbtxt")});
+  CHECK(read.out == "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+  // The job ends with the read; the worker's task is dropped when the job is collected; both exit.
+  CHECK(worker.Wait() == 0);
+  CHECK(dispatcher.Wait() == 0);
+  CHECK_THAT(worker.err(), Catch::Contains("exiting (--exit-when-idle)"));
+  CHECK_THAT(dispatcher.err(), Catch::Contains("exiting (--exit-when-idle)"));
+}
+
 TEST_CASE("processes: SIGTERM stops servers and readers promptly", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port")}, dir.Join("d"));

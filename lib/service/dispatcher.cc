@@ -369,6 +369,7 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
 
 void Dispatcher::CheckTimeouts(absl::Time now) {
   absl::MutexLock lock(&mu_);
+  if (!state_.ActiveIterations().empty() || !state_.ClientIds().empty()) last_active_ = now;
   for (auto it = worker_last_seen_.begin(); it != worker_last_seen_.end();) {
     if (now - it->second <= config_.worker_timeout) {
       ++it;
@@ -468,6 +469,12 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
   if (auto st = ApplyLocked(u); !st.ok()) return st;
   for (int64_t i = next; i < next + count; ++i) *resp->add_splits() = (*plan)->Get(i);
   return absl::OkStatus();
+}
+
+absl::Duration Dispatcher::IdleFor(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  if (!state_.ActiveIterations().empty() || !state_.ClientIds().empty()) return absl::ZeroDuration();
+  return now - last_active_;
 }
 
 size_t Dispatcher::NumWorkers() const {

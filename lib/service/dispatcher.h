@@ -76,6 +76,9 @@ class Dispatcher {
 
   // For tests and status output.
   size_t NumWorkers() const;
+  // How long no job has been active (no unfinished iteration and no reader) as of `now`; counted
+  // from the start when none ever was. For --exit-when-idle.
+  absl::Duration IdleFor(absl::Time now) const;
 
  private:
   absl::Status ApplyLocked(const Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -98,6 +101,7 @@ class Dispatcher {
   std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
   std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);      // logged once each
   std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);      // fault-tolerant only
+  absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();
 
   absl::Notification stop_;
   std::thread timeout_thread_;

@@ -106,6 +106,11 @@ class Worker::Task {
   }
 
   bool distributed() const { return splits_ != nullptr; }
+  // Nothing left to do: the pipeline ended and everything it produced was served.
+  bool Idle() {
+    absl::MutexLock lock(&mu_);
+    return done_ && buffer_.empty();
+  }
   // distributed_epoch: how many of the task's splits readers have received in full. An element is
   // tagged with the number of splits started when it was produced; once an element tagged t has
   // been served, splits before the t-th are delivered (exact for pipelines that do not hold
@@ -288,6 +293,14 @@ std::shared_ptr<Worker> Worker::FindLocal(const std::string& address) {
   return it == LocalWorkers().end() ? nullptr : it->second.lock();
 }
 
+absl::Duration Worker::IdleFor(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, task] : tasks_) {
+    if (!task->Idle()) return absl::ZeroDuration();
+  }
+  return now - last_busy_;
+}
+
 size_t Worker::NumTasks() const {
   absl::MutexLock lock(&mu_);
   return tasks_.size();
@@ -358,6 +371,9 @@ absl::Status Worker::Heartbeat() {
     dropped.push_back(std::move(it->second));
     tasks_.erase(it);
   }
+  bool busy = resp.new_tasks_size() > 0;
+  for (const auto& [id, task] : tasks_) busy = busy || !task->Idle();
+  if (busy) last_busy_ = absl::Now();
   for (const TaskDef& def : resp.new_tasks()) {
     if (tasks_.contains(def.task_id())) continue;
     spdlog::info("worker {}: starting {} ({}, dataset {})", config_.worker_address, TaskName(def.task_id()),

@@ -56,6 +56,10 @@ class Worker : public std::enable_shared_from_this<Worker> {
   const std::string& address() const { return config_.worker_address; }
   // Number of tasks the worker runs (tests).
   size_t NumTasks() const;
+  // How long the worker has had nothing to do (no task, or only tasks whose streams were served to
+  // the end) as of `now`, measured at its heartbeats; from its start if it never had work. For
+  // --exit-when-idle.
+  absl::Duration IdleFor(absl::Time now) const;
   // Sends one heartbeat now and applies the reply (the heartbeat thread calls this periodically).
   absl::Status Heartbeat();
 
@@ -71,6 +75,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
   mutable absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time last_busy_ ABSL_GUARDED_BY(mu_) = absl::Now();
   // Serializes heartbeats (the loop and explicit calls).
   absl::Mutex heartbeat_mu_;
   absl::Notification stop_;
