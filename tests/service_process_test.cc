@@ -343,6 +343,56 @@ TEST_CASE("processes: --exit-when-idle ends a dispatcher and a worker once their
   CHECK_THAT(dispatcher.err(), Catch::Contains("exiting (--exit-when-idle)"));
 }
 
+TEST_CASE("processes: restarts of a parallel_epochs dispatcher, fault-tolerant and not", "[service][process][journal]") {
+  TempDir dir;
+  for (const bool fault_tolerant : {true, false}) {
+    INFO("fault tolerant: " << fault_tolerant);
+    const std::string tag = fault_tolerant ? "ft" : "mem";
+    std::vector<std::string> args = {"dispatcher", "--port", "0", "--port-file", dir.Join(tag + ".port"),
+                                     "--host", "127.0.0.1"};
+    if (fault_tolerant) {
+      args.insert(args.end(), {"--work-dir", dir.Join("work"), "--fault-tolerant"});
+    }
+    auto dispatcher = std::make_unique<Process>(args, dir.Join(tag + "-d1"));
+    const std::string port = WaitForPort(dir.Join(tag + ".port"));
+    const std::string addr = "127.0.0.1:" + port;
+    Process worker({"worker", "--dispatcher", addr, "--port-file", dir.Join(tag + "-w.port"), "--heartbeat-interval",
+                    "100ms"},
+                   dir.Join(tag + "-w"));
+    WaitForPort(dir.Join(tag + "-w.port"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // About 2 s of elements from the one worker.
+    WriteFile(dir.Join("slow.pbtxt"), "op { range { stop: 2000 } } op { map { fn { sleep { micros: 1000 } } } }");
+    Process reader({"read", "--dispatcher", addr, dir.Join("slow.pbtxt"), "-q"}, dir.Join(tag + "-r"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    dispatcher->Signal(SIGKILL);
+    dispatcher->Wait();
+    std::remove(dir.Join(tag + ".port").c_str());
+    args[2] = port;
+    dispatcher = std::make_unique<Process>(args, dir.Join(tag + "-d2"));
+    WaitForPort(dir.Join(tag + ".port"));
+    const int code = reader.Wait();
+    INFO(reader.err());
+    if (fault_tolerant) {
+      // The job survived: the reader read the worker's whole pass, once.
+      CHECK(code == 0);
+      auto counts = LineCounts(reader.out());
+      CHECK(counts.size() == 2000);
+      bool once = true;
+      for (const auto& [line, n] : counts) once = once && n == 1;
+      CHECK(once);
+    } else {
+      // The job is gone: a clear error, and the worker registered again with the new dispatcher.
+      CHECK(code == 1);
+      CHECK_THAT(reader.err(), Catch::Contains("the dispatcher no longer knows this reader's job"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      auto again = RunTfdata({"read", "--dispatcher", addr, SourcePath("examples/range.pbtxt")});
+      CHECK(again.out == "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+      CHECK_THAT(dispatcher->err(), Catch::Contains("registered"));
+    }
+  }
+}
+
 TEST_CASE("processes: SIGTERM stops servers and readers promptly", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port")}, dir.Join("d"));
