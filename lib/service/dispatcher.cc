@@ -51,6 +51,9 @@ absl::Status Dispatcher::Recover() {
     if (!state_.Apply(u).ok()) ++rejected;  // rejected live too (see ApplyLocked)
   }
   journal_ = std::make_unique<JournalWriter>(*std::move(file), contents->valid_bytes, path);
+  journal_path_ = path;
+  compact_at_ = config_.compact_after_records;
+  if (static_cast<int64_t>(contents->updates.size()) > config_.compact_after_records) CompactLocked();
   // Time-outs restart from now: everyone gets a full time-out to reach the restarted dispatcher.
   const absl::Time now = absl::Now();
   for (const std::string& w : state_.Workers()) worker_last_seen_[w] = now;
@@ -93,7 +96,27 @@ absl::Status Dispatcher::ApplyLocked(const Update& update) {
   }
   absl::Status st = state_.Apply(update);
   if (!st.ok()) spdlog::error("dispatcher: rejected state update ({}): {}", update.ShortDebugString(), st.ToString());
+  if (journal_ != nullptr && journal_->records_written() >= compact_at_) CompactLocked();
   return st;
+}
+
+void Dispatcher::CompactLocked() {
+  const int64_t records = journal_->records_written();
+  Update snapshot;
+  *snapshot.mutable_snapshot() = state_.Snapshot();
+  auto size = RewriteJournal(journal_path_, {snapshot});
+  auto file = size.ok() ? (config_.open_journal_file ? config_.open_journal_file(journal_path_)
+                                                     : OpenJournalFile(journal_path_))
+                        : absl::StatusOr<std::unique_ptr<JournalFile>>(size.status());
+  if (!file.ok()) {
+    // The old journal is still whole (the rename is atomic); try again after as many records.
+    spdlog::warn("dispatcher: journal compaction failed, keeping the journal as it is: {}", file.status().ToString());
+    compact_at_ = records + config_.compact_after_records;
+    return;
+  }
+  journal_ = std::make_unique<JournalWriter>(*std::move(file), *size, journal_path_);
+  compact_at_ = config_.compact_after_records;
+  spdlog::info("dispatcher: compacted the journal: {} record(s) -> one snapshot of {} bytes", records, *size);
 }
 
 absl::Status Dispatcher::RegisterDataset(const RegisterDatasetRequest& req, RegisterDatasetResponse* resp) {

@@ -43,6 +43,9 @@ struct DispatcherConfig {
   bool fault_tolerant = false;
   // The journal's file writes (tests substitute torn writes and full disks). Null: the real file.
   std::function<absl::StatusOr<std::unique_ptr<JournalFile>>(const std::string& path)> open_journal_file;
+  // Compaction: after this many records the journal is rewritten as one snapshot of the state,
+  // so restart time stays bounded on long jobs.
+  int64_t compact_after_records = 100000;
 };
 
 class Dispatcher {
@@ -90,6 +93,8 @@ class Dispatcher {
   // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).
   absl::StatusOr<const SplitPlan*> SplitPlanLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimeoutLoop();
+  // Rewrites the journal as a snapshot of the state; on failure keeps the current one.
+  void CompactLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DispatcherConfig config_;
   mutable absl::Mutex mu_;
@@ -101,6 +106,8 @@ class Dispatcher {
   std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
   std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);      // logged once each
   std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);      // fault-tolerant only
+  std::string journal_path_ ABSL_GUARDED_BY(mu_);
+  int64_t compact_at_ ABSL_GUARDED_BY(mu_) = 0;  // records_written() that triggers compaction
   absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();
 
   absl::Notification stop_;

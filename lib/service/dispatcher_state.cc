@@ -43,6 +43,7 @@ absl::Status DispatcherState::Apply(const Update& update) {
     case Update::kGarbageCollectIteration: return GarbageCollectIteration(update.garbage_collect_iteration());
     case Update::kAssignSplits: return AssignSplits(update.assign_splits());
     case Update::kDeliverSplits: return DeliverSplits(update.deliver_splits());
+    case Update::kSnapshot: return Restore(update.snapshot());
     case Update::KIND_NOT_SET: break;
   }
   return Inconsistent("empty update record");
@@ -174,6 +175,111 @@ absl::Status DispatcherState::DeliverSplits(const DeliverSplitsUpdate& u) {
   if (t == nullptr) return Inconsistent("delivery report for unknown " + TaskName(u.task_id()));
   if (u.splits_delivered() > t->splits_assigned) return Inconsistent("more splits delivered than assigned");
   t->splits_delivered = std::max(t->splits_delivered, u.splits_delivered());
+  return absl::OkStatus();
+}
+
+StateSnapshot DispatcherState::Snapshot() const {
+  StateSnapshot s;
+  for (const auto& [id, d] : datasets_) {
+    auto* o = s.add_datasets();
+    o->set_id(d.id);
+    o->set_fingerprint(d.fingerprint);
+    *o->mutable_pipeline() = d.pipeline;
+  }
+  for (const std::string& w : workers_) s.add_workers(w);
+  for (const auto& [id, j] : jobs_) {
+    auto* o = s.add_jobs();
+    o->set_id(j.id);
+    o->set_dataset_id(j.dataset_id);
+    o->set_mode(j.mode);
+    o->set_name(j.name);
+    for (int64_t i : j.iterations) o->add_iterations(i);
+  }
+  for (const auto& [id, it] : iterations_) {
+    auto* o = s.add_iterations();
+    o->set_id(it.id);
+    o->set_job_id(it.job_id);
+    o->set_repetition(it.repetition);
+    for (int64_t t : it.tasks) o->add_tasks(t);
+    for (int64_t c : it.clients) o->add_clients(c);
+    o->set_garbage_collected(it.garbage_collected);
+    for (const auto& [epoch, next] : it.next_split) {
+      auto* e = o->add_next_split();
+      e->set_epoch(epoch);
+      e->set_next_split(next);
+    }
+    o->set_splits_lost(it.splits_lost);
+  }
+  for (const auto& [id, t] : tasks_) {
+    auto* o = s.add_tasks();
+    o->set_id(t.id);
+    o->set_iteration_id(t.iteration_id);
+    o->set_worker_address(t.worker_address);
+    o->set_finished(t.finished);
+    o->set_splits_assigned(t.splits_assigned);
+    o->set_splits_delivered(t.splits_delivered);
+    o->set_last_epoch(t.last_epoch);
+    o->set_last_first(t.last_first);
+    o->set_last_count(t.last_count);
+  }
+  for (const auto& [client, iteration] : client_iteration_) {
+    auto* o = s.add_clients();
+    o->set_id(client);
+    o->set_iteration_id(iteration);
+  }
+  s.set_next_job_id(next_job_id_);
+  s.set_next_iteration_id(next_iteration_id_);
+  s.set_next_task_id(next_task_id_);
+  s.set_next_client_id(next_client_id_);
+  s.set_next_dataset_number(next_dataset_number_);
+  return s;
+}
+
+absl::Status DispatcherState::Restore(const StateSnapshot& s) {
+  if (!datasets_.empty() || !workers_.empty() || !jobs_.empty() || next_job_id_ != 1 || next_task_id_ != 1 ||
+      next_client_id_ != 1) {
+    return Inconsistent("a snapshot can only start a journal");
+  }
+  DispatcherState r;  // built aside: a bad snapshot leaves the state unchanged
+  for (const auto& d : s.datasets()) {
+    r.datasets_[d.id()] = Dataset{d.id(), d.fingerprint(), d.pipeline()};
+    r.dataset_by_fingerprint_.emplace(d.fingerprint(), d.id());
+  }
+  for (const auto& w : s.workers()) r.workers_.insert(w);
+  for (const auto& j : s.jobs()) {
+    if (!r.datasets_.contains(j.dataset_id())) return Inconsistent("snapshot: job of an unknown dataset");
+    r.jobs_[j.id()] = Job{j.id(), j.dataset_id(), j.mode(), j.name(), {j.iterations().begin(), j.iterations().end()}};
+    if (!j.name().empty()) r.job_by_name_[j.name()] = j.id();
+  }
+  for (const auto& i : s.iterations()) {
+    Iteration it;
+    it.id = i.id();
+    it.job_id = i.job_id();
+    it.repetition = i.repetition();
+    it.tasks = {i.tasks().begin(), i.tasks().end()};
+    it.clients = {i.clients().begin(), i.clients().end()};
+    it.garbage_collected = i.garbage_collected();
+    for (const auto& e : i.next_split()) it.next_split[e.epoch()] = e.next_split();
+    it.splits_lost = i.splits_lost();
+    r.iterations_[it.id] = std::move(it);
+  }
+  for (const auto& t : s.tasks()) {
+    if (!r.iterations_.contains(t.iteration_id())) return Inconsistent("snapshot: task of an unknown iteration");
+    r.tasks_[t.id()] = Task{t.id(), t.iteration_id(), t.worker_address(), t.finished(), t.splits_assigned(),
+                            t.splits_delivered(), t.last_epoch(), t.last_first(), t.last_count()};
+  }
+  for (const auto& i : r.iterations_) {
+    for (int64_t t : i.second.tasks) {
+      if (!r.tasks_.contains(t)) return Inconsistent("snapshot: iteration lists an unknown task");
+    }
+  }
+  for (const auto& c : s.clients()) r.client_iteration_[c.id()] = c.iteration_id();
+  r.next_job_id_ = s.next_job_id();
+  r.next_iteration_id_ = s.next_iteration_id();
+  r.next_task_id_ = s.next_task_id();
+  r.next_client_id_ = s.next_client_id();
+  r.next_dataset_number_ = s.next_dataset_number();
+  *this = std::move(r);
   return absl::OkStatus();
 }
 

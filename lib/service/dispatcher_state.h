@@ -67,6 +67,8 @@ class DispatcherState {
   };
 
   absl::Status Apply(const Update& update);
+  // The whole state as one record; Apply(snapshot) on an empty state rebuilds it exactly.
+  StateSnapshot Snapshot() const;
 
   // Queries. Pointers stay valid until the next Apply.
   const Dataset* FindDataset(const std::string& id) const;
@@ -108,6 +110,7 @@ class DispatcherState {
   absl::Status GarbageCollectIteration(const GarbageCollectIterationUpdate& u);
   absl::Status AssignSplits(const AssignSplitsUpdate& u);
   absl::Status DeliverSplits(const DeliverSplitsUpdate& u);
+  absl::Status Restore(const StateSnapshot& s);
 
   std::map<std::string, Dataset> datasets_;
   std::map<std::string, std::string> dataset_by_fingerprint_;

@@ -150,6 +150,24 @@ absl::StatusOr<JournalContents> ReadJournal(const std::string& path) {
   return out;
 }
 
+absl::StatusOr<uint64_t> RewriteJournal(const std::string& path, const std::vector<Update>& updates) {
+  const std::string tmp = path + ".compacting";
+  const std::string bytes = EncodeJournal(updates);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("cannot create the compacted journal", tmp);
+  PosixJournalFile file(fd, tmp);
+  if (auto st = file.Append(bytes); !st.ok()) return st;
+  if (auto st = file.Sync(); !st.ok()) return st;
+  if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("cannot replace the journal", path);
+  const std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  const int dfd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return bytes.size();
+}
+
 std::string EncodeJournal(const std::vector<Update>& updates) {
   std::string out(kJournalMagic, kJournalHeaderSize);
   for (const Update& u : updates) out += EncodeRecord(u);

@@ -69,6 +69,11 @@ struct JournalContents {
 // before the last record, naming the path and offset.
 absl::StatusOr<JournalContents> ReadJournal(const std::string& path);
 
+// Replaces the journal at `path` with one holding `updates` (compaction): writes a temporary file
+// next to it, syncs it, renames it over `path` and syncs the directory, so a crash leaves either
+// the old journal or the new one. Returns the new file's size.
+absl::StatusOr<uint64_t> RewriteJournal(const std::string& path, const std::vector<Update>& updates);
+
 // The journal's bytes for `updates` (header included): for tests and tools.
 std::string EncodeJournal(const std::vector<Update>& updates);
 
