@@ -20,6 +20,7 @@ struct WorkerFlags {
   std::string heartbeat_interval = "1s";
   bool allow_plugins = false;
   std::string exit_when_idle;
+  std::string dispatcher_retry = "30s";
   std::string log_level = "info";
 };
 
@@ -42,6 +43,9 @@ int RunWorker(const WorkerFlags& f) {
   options.port = f.port;
   options.worker_address = f.worker_address;
   options.config.heartbeat_interval = *hb;
+  auto retry = ParseDurationFlag(f.dispatcher_retry, "--dispatcher-retry");
+  if (!retry.ok()) return Fail(retry.status(), kExitUsage);
+  options.config.dispatcher_retry = *retry;
   // Workers run pipelines that readers send: shared libraries are loaded only when allowed.
   options.config.build_options.functions.allow_plugins = f.allow_plugins;
   service::WorkerServer server(options);
@@ -67,6 +71,10 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--host", f->host, "Interface to listen on")->capture_default_str();
   sub->add_option("--port", f->port, "Port to listen on (0: any free port)")->capture_default_str();
+  sub->add_option("--dispatcher-retry", f->dispatcher_retry,
+                  "distributed_epoch: how long a task keeps asking an unreachable dispatcher for splits before it "
+                  "fails (heartbeats retry for as long as the worker runs)")
+      ->capture_default_str();
   sub->add_option("--exit-when-idle", f->exit_when_idle,
                   "Exit (code 0) once no job has been active for this long, e.g. 10m: clusters started for one "
                   "training run end with it");

@@ -373,6 +373,10 @@ TEST_CASE("processes: restarts of a parallel_epochs dispatcher, fault-tolerant a
     WaitForPort(dir.Join(tag + ".port"));
     const int code = reader.Wait();
     INFO(reader.err());
+    // The worker noticed the restart (a new incarnation id) and said what it means.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK_THAT(worker.err(), Catch::Contains(fault_tolerant ? "the dispatcher restarted (fault-tolerant: its jobs continue)"
+                                                            : "the dispatcher restarted (it kept no state)"));
     if (fault_tolerant) {
       // The job survived: the reader read the worker's whole pass, once.
       CHECK(code == 0);

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <filesystem>
 
+#include "absl/random/random.h"
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/pipeline/sharding.h"
@@ -23,7 +25,8 @@ bool ValidDatasetId(const std::string& id) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(DispatcherConfig config) : config_(config) {}
+Dispatcher::Dispatcher(DispatcherConfig config)
+    : config_(config), incarnation_id_(absl::Uniform<uint64_t>(absl::BitGen()) | 1) {}
 
 Dispatcher::~Dispatcher() { Stop(); }
 
@@ -272,6 +275,8 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
                                             " (released after --client-timeout, or the dispatcher restarted)"));
   }
   client_last_seen_[req.client_id()] = absl::Now();
+  resp->set_incarnation_id(incarnation_id_);
+  resp->set_fault_tolerant(journal_ != nullptr);
   const auto* iteration = state_.FindIteration(*iteration_id);
   for (int64_t t : iteration->tasks) {
     TaskInfo* info = resp->add_tasks();
@@ -358,6 +363,8 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     spdlog::info("dispatcher: worker {} registered", worker);
   }
   worker_last_seen_[worker] = absl::Now();
+  resp->set_incarnation_id(incarnation_id_);
+  resp->set_fault_tolerant(journal_ != nullptr);
   for (int64_t t : req.finished_tasks()) {
     const auto* task = state_.FindTask(t);
     if (task == nullptr || task->finished || task->worker_address != worker) continue;

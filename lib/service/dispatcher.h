@@ -79,6 +79,7 @@ class Dispatcher {
 
   // For tests and status output.
   size_t NumWorkers() const;
+  uint64_t incarnation_id() const { return incarnation_id_; }
   // How long no job has been active (no unfinished iteration and no reader) as of `now`; counted
   // from the start when none ever was. For --exit-when-idle.
   absl::Duration IdleFor(absl::Time now) const;
@@ -109,6 +110,7 @@ class Dispatcher {
   std::string journal_path_ ABSL_GUARDED_BY(mu_);
   int64_t compact_at_ ABSL_GUARDED_BY(mu_) = 0;  // records_written() that triggers compaction
   absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  const uint64_t incarnation_id_;
 
   absl::Notification stop_;
   std::thread timeout_thread_;

@@ -93,11 +93,17 @@ absl::Status Reader::HeartbeatOnce() {
   absl::MutexLock lock(&mu_);
   if (!st.ok()) {
     if (absl::IsNotFound(st)) {
-      error_ = absl::NotFoundError(absl::StrCat("the dispatcher no longer knows this reader's job: ", st.message()));
+      error_ = absl::NotFoundError(absl::StrCat("the dispatcher no longer knows this reader's job (it restarted "
+                                                "without --fault-tolerant, or released this reader): ",
+                                                st.message()));
       return error_;
     }
     return st;
   }
+  if (dispatcher_incarnation_ != 0 && resp.incarnation_id() != dispatcher_incarnation_) {
+    spdlog::warn("reader: the dispatcher restarted and still knows this reader's job (fault-tolerant): carrying on");
+  }
+  dispatcher_incarnation_ = resp.incarnation_id();
   heard_ = true;
   listed_tasks_.clear();
   for (const TaskInfo& t : resp.tasks()) {

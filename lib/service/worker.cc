@@ -21,7 +21,8 @@ std::map<std::string, std::weak_ptr<Worker>>& LocalWorkers() ABSL_EXCLUSIVE_LOCK
 // of slow ones. Thread-safe: the producer thread asks for splits, the heartbeat reads the counters.
 class TaskSplitProvider final : public SplitProvider {
  public:
-  TaskSplitProvider(int64_t task_id, DispatcherClient* dispatcher) : task_id_(task_id), dispatcher_(dispatcher) {}
+  TaskSplitProvider(int64_t task_id, DispatcherClient* dispatcher, absl::Duration retry)
+      : task_id_(task_id), dispatcher_(dispatcher), retry_(retry) {}
 
   int64_t StartEpoch() override { return epochs_.fetch_add(1); }
 
@@ -45,15 +46,15 @@ class TaskSplitProvider final : public SplitProvider {
       GetSplitsResponse resp;
       // The dispatcher may be briefly unreachable: retry for a while before failing the task.
       absl::Status st;
+      const absl::Time give_up = absl::Now() + retry_;
       for (absl::Duration backoff = absl::Milliseconds(50); !cancelled_.HasBeenNotified();
            backoff = std::min(backoff * 2, absl::Seconds(1))) {
         st = dispatcher_->GetSplits(req, &resp);
-        if (st.ok() || !absl::IsUnavailable(st) || ++attempts_ > 20) break;
+        if (st.ok() || !absl::IsUnavailable(st) || absl::Now() >= give_up) break;
         cancelled_.WaitForNotificationWithTimeout(backoff);
       }
       if (cancelled_.HasBeenNotified()) return std::nullopt;
       if (!st.ok()) return st;
-      attempts_ = 0;
       received_ += resp.splits_size();
       for (Split& s : *resp.mutable_splits()) queue_.push_back(std::move(s));
       if (queue_.empty()) return std::nullopt;  // end of the epoch's splits
@@ -79,7 +80,7 @@ class TaskSplitProvider final : public SplitProvider {
   // Used by the producer thread only.
   int64_t queue_epoch_ = -1;
   std::deque<Split> queue_;
-  int attempts_ = 0;
+  const absl::Duration retry_;
   int batch_ = 2;
   int64_t received_ = 0;
   absl::Time last_fetch_ = absl::InfinitePast();
@@ -91,7 +92,9 @@ class TaskSplitProvider final : public SplitProvider {
 class Worker::Task {
  public:
   Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher) : def_(def), config_(config) {
-    if (def.mode() == DISTRIBUTED_EPOCH) splits_ = std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher);
+    if (def.mode() == DISTRIBUTED_EPOCH) {
+      splits_ = std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher, config.dispatcher_retry);
+    }
     thread_ = std::thread([this] { Produce(); });
   }
   ~Task() {
@@ -360,6 +363,14 @@ absl::Status Worker::Heartbeat() {
   }
   WorkerHeartbeatResponse resp;
   if (auto st = dispatcher_->WorkerHeartbeat(req, &resp); !st.ok()) return st;
+  if (resp.incarnation_id() != dispatcher_incarnation_) {
+    if (dispatcher_incarnation_ != 0) {
+      spdlog::warn("worker {}: the dispatcher restarted ({}); {}", config_.worker_address,
+                   resp.fault_tolerant() ? "fault-tolerant: its jobs continue" : "it kept no state",
+                   resp.fault_tolerant() ? "re-syncing" : "registering again and dropping tasks it does not know");
+    }
+    dispatcher_incarnation_ = resp.incarnation_id();
+  }
   // Declared before the lock so that dropped tasks join their threads after mu_ is released.
   std::vector<std::shared_ptr<Task>> dropped;
   absl::MutexLock lock(&mu_);

@@ -36,6 +36,9 @@ struct WorkerConfig {
   int64_t buffer_elements = 1024;
   int64_t buffer_bytes = 64 << 20;
   BuildOptions build_options;
+  // distributed_epoch: how long a task keeps asking an unreachable dispatcher for splits before
+  // it fails (heartbeats are retried for as long as the worker runs).
+  absl::Duration dispatcher_retry = absl::Seconds(30);
 };
 
 class Worker : public std::enable_shared_from_this<Worker> {
@@ -75,6 +78,7 @@ class Worker : public std::enable_shared_from_this<Worker> {
   mutable absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;
   absl::Time last_busy_ ABSL_GUARDED_BY(mu_) = absl::Now();
   // Serializes heartbeats (the loop and explicit calls).
   absl::Mutex heartbeat_mu_;
