@@ -209,6 +209,22 @@ TEST_CASE("journal: a work directory that cannot be created, and corruption, sto
   CHECK(absl::IsDataLoss(c));
   CHECK_THAT(std::string(c.message()), Catch::Contains("journal: corrupt record at offset 8"));
 
+  // A full disk at start: the header cannot be written.
+  DispatcherConfig full;
+  full.fault_tolerant = true;
+  full.work_dir = dir.Join("full");
+  int never = 0;
+  full.open_journal_file = [&](const std::string& path) -> absl::StatusOr<std::unique_ptr<JournalFile>> {
+    auto real = OpenJournalFile(path);
+    if (!real.ok()) return real.status();
+    return std::unique_ptr<JournalFile>(
+        std::make_unique<FlakyFile>(*std::move(real), &never, absl::ResourceExhaustedError("no space left on device")));
+  };
+  Dispatcher no_space(full);
+  auto ns = no_space.Recover();
+  CHECK(absl::IsResourceExhausted(ns));
+  CHECK_THAT(std::string(ns.message()), Catch::Contains("cannot write the journal: no space left on device"));
+
   DispatcherConfig no_dir;
   no_dir.fault_tolerant = true;
   Dispatcher nd(no_dir);

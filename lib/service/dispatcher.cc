@@ -54,6 +54,11 @@ absl::Status Dispatcher::Recover() {
     if (!state_.Apply(u).ok()) ++rejected;  // rejected live too (see ApplyLocked)
   }
   journal_ = std::make_unique<JournalWriter>(*std::move(file), contents->valid_bytes, path);
+  if (auto st = journal_->Init(); !st.ok()) {
+    journal_.reset();
+    return absl::Status(st.code(), absl::StrCat("dispatcher work directory ", config_.work_dir,
+                                                ": cannot write the journal: ", st.message()));
+  }
   journal_path_ = path;
   compact_at_ = config_.compact_after_records;
   if (static_cast<int64_t>(contents->updates.size()) > config_.compact_after_records) CompactLocked();

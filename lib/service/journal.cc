@@ -83,6 +83,18 @@ absl::StatusOr<std::unique_ptr<JournalFile>> OpenJournalFile(const std::string& 
 JournalWriter::JournalWriter(std::unique_ptr<JournalFile> file, uint64_t size, std::string path)
     : file_(std::move(file)), size_(size), path_(std::move(path)) {}
 
+absl::Status JournalWriter::Init() {
+  if (size_ != 0) return absl::OkStatus();
+  absl::Status st = file_->Append(std::string_view(kJournalMagic, kJournalHeaderSize));
+  if (st.ok()) st = file_->Sync();
+  if (!st.ok()) {
+    (void)file_->Truncate(0);
+    return st;
+  }
+  size_ = kJournalHeaderSize;
+  return absl::OkStatus();
+}
+
 absl::Status JournalWriter::Append(const Update& update) {
   std::string bytes;
   if (size_ == 0) bytes.assign(kJournalMagic, kJournalHeaderSize);

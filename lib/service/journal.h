@@ -49,6 +49,9 @@ class JournalWriter {
   // Appends one record and syncs. On an error the file is cut back to where it was, so a failed
   // write leaves no partial record behind, and the error names the file.
   absl::Status Append(const Update& update);
+  // Writes and syncs the header of a new (empty) journal, so that an unwritable or full disk
+  // shows at start rather than at the first change. A no-op for a journal with content.
+  absl::Status Init();
   uint64_t size() const { return size_; }
   int64_t records_written() const { return records_; }
 
