@@ -83,6 +83,21 @@ std::string WaitForPort(const std::string& path) {
   return "";
 }
 
+// `n` worker processes (logs and port files w0, w1, ... in `dir`), registered with the dispatcher
+// at `addr` by the time this returns.
+std::vector<std::unique_ptr<Process>> StartWorkers(const TempDir& dir, const std::string& addr, int n) {
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < n; ++i) {
+    const std::string port = dir.Join("w" + std::to_string(i) + ".port");
+    workers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file", port, "--heartbeat-interval", "100ms"},
+        dir.Join("w" + std::to_string(i))));
+    WaitForPort(port);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their first heartbeats
+  return workers;
+}
+
 std::map<std::string, int> LineCounts(const std::string& text) {
   std::map<std::string, int> counts;
   size_t start = 0;
@@ -207,15 +222,7 @@ TEST_CASE("processes: distributed_epoch over three workers, then with a worker k
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-timeout", "1s"},
                      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
-  std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < 3; ++i) {
-    const std::string port = dir.Join("w" + std::to_string(i) + ".port");
-    workers.push_back(std::make_unique<Process>(
-        std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file", port, "--heartbeat-interval", "100ms"},
-        dir.Join("w" + std::to_string(i))));
-    WaitForPort(port);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto workers = StartWorkers(dir, addr, 3);
 
   // No faults: each element once.
   WriteFile(dir.Join("r.pbtxt"), "op { range { stop: 100000 } }");
@@ -295,15 +302,7 @@ TEST_CASE("processes: a fault-tolerant dispatcher killed with SIGKILL mid-epoch 
   auto dispatcher = start_dispatcher("0", "d1");
   const std::string port = WaitForPort(dir.Join("d.port"));
   const std::string addr = "127.0.0.1:" + port;
-  std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < 3; ++i) {
-    const std::string pf = dir.Join("w" + std::to_string(i) + ".port");
-    workers.push_back(std::make_unique<Process>(
-        std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file", pf, "--heartbeat-interval", "100ms"},
-        dir.Join("w" + std::to_string(i))));
-    WaitForPort(pf);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto workers = StartWorkers(dir, addr, 3);
   // About 1.5 s of work per worker: 100000 elements, 45 us each, over 3 workers.
   WriteFile(dir.Join("p.pbtxt"), "op { range { stop: 100000 } } op { map { fn { sleep { micros: 45 } } } }");
   Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch", "-q"},
@@ -412,15 +411,7 @@ TEST_CASE("processes: fault-tolerant dispatcher and a worker both killed mid-epo
   auto dispatcher = start_dispatcher("0", "d1");
   const std::string port = WaitForPort(dir.Join("d.port"));
   const std::string addr = "127.0.0.1:" + port;
-  std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < 3; ++i) {
-    const std::string pf = dir.Join("w" + std::to_string(i) + ".port");
-    workers.push_back(std::make_unique<Process>(
-        std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file", pf, "--heartbeat-interval", "100ms"},
-        dir.Join("w" + std::to_string(i))));
-    WaitForPort(pf);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto workers = StartWorkers(dir, addr, 3);
   const int n = 100000;
   WriteFile(dir.Join("p.pbtxt"), "op { range { stop: 100000 } } op { map { fn { sleep { micros: 45 } } } }");
   Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch"}, dir.Join("r"));

@@ -11,46 +11,26 @@ namespace tfdata {
 
 absl::StatusOr<Throughput> MeasureThroughput(const Dataset& dataset, double warmup_s, double duration_s,
                                              const std::atomic<bool>* stop) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  const auto measure_from = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup_s));
-  const auto until = measure_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration_s));
-  Throughput t;
-  bool measuring = warmup_s <= 0;
-  auto measuring_since = start;
-  Element e;
+  // The dataset as an endless stream: a new pass whenever one ends.
   std::unique_ptr<Iterator> it;
-  int64_t empty_passes = 0;
-  int64_t pass_elements = 0;
-  int64_t seen = 0;  // over all passes: a short pipeline's passes may never reach 64 elements
-  while (!(stop && stop->load(std::memory_order_relaxed))) {
-    if (!it) {
-      TFD_ASSIGN_OR_RETURN(it, dataset.MakeIterator(IteratorContext{}));
-      pass_elements = 0;
-    }
-    TFD_ASSIGN_OR_RETURN(bool more, it->Next(&e));
-    if (!more) {
+  int64_t empty_passes = 0, pass_elements = 0;
+  auto next = [&](Element* e) -> absl::StatusOr<bool> {
+    while (true) {
+      if (!it) {
+        TFD_ASSIGN_OR_RETURN(it, dataset.MakeIterator(IteratorContext{}));
+        pass_elements = 0;
+      }
+      TFD_ASSIGN_OR_RETURN(bool more, it->Next(e));
+      if (more) {
+        ++pass_elements;
+        return true;
+      }
       it.reset();
       // An empty pipeline would make this loop spin forever: give up after a few empty passes.
-      if (pass_elements == 0 && ++empty_passes >= 3) break;
-      continue;
+      if (pass_elements == 0 && ++empty_passes >= 3) return false;
     }
-    ++pass_elements;
-    // Check the clock every 64 elements: cheap pipelines produce tens of millions per second.
-    const bool check_clock = (++seen & 63) == 0;
-    if (!measuring) {
-      if (check_clock && Clock::now() >= measure_from) {
-        measuring = true;
-        measuring_since = Clock::now();
-      }
-      continue;
-    }
-    ++t.elements;
-    t.bytes += ElementByteSize(e);
-    if (check_clock && Clock::now() >= until) break;
-  }
-  t.seconds = std::chrono::duration<double>(Clock::now() - measuring_since).count();
-  return t;
+  };
+  return MeasureReads(next, warmup_s, duration_s, stop);
 }
 
 absl::StatusOr<Throughput> MeasureReads(const std::function<absl::StatusOr<bool>(Element*)>& next, double warmup_s,
@@ -66,6 +46,8 @@ absl::StatusOr<Throughput> MeasureReads(const std::function<absl::StatusOr<bool>
   for (int64_t n = 1; !(stop && stop->load(std::memory_order_relaxed)); ++n) {
     TFD_ASSIGN_OR_RETURN(bool more, next(&e));
     if (!more) break;
+    // Check the clock every 64 elements (counted over all passes, however short): cheap pipelines
+    // produce tens of millions per second.
     const bool check_clock = (n & 63) == 0;
     if (!measuring) {
       if (check_clock && Clock::now() >= measure_from) {

@@ -276,6 +276,14 @@ void FrameWriter::AppendBytes(const void* data, size_t size) {
   size_ += size;
 }
 
+void FrameWriter::AppendVarint(uint64_t v) {
+  struct {
+    FrameWriter* w;
+    void Bytes(const void* p, size_t n) { w->AppendBytes(p, n); }
+  } sink{this};
+  PutVarint(sink, v);
+}
+
 absl::Status FrameWriter::AppendElement(const Element& element) {
   if (absl::Status s = CheckEncodable(element); !s.ok()) return s;
   Sink sink{this};

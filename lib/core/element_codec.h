@@ -55,6 +55,8 @@ size_t EncodedSize(const Element& element);
 class FrameWriter {
  public:
   void AppendBytes(const void* data, size_t size);
+  // Appends `v` as an unsigned LEB128 varint (as used by the frame format and protobuf).
+  void AppendVarint(uint64_t v);
   // Appends one frame, byte-identical to EncodeElement's. InvalidArgument for a rank > 32.
   absl::Status AppendElement(const Element& element);
   // Bytes appended so far.

@@ -17,17 +17,6 @@ constexpr size_t kAlign = 8;
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-void PutVarint(FrameWriter& w, uint64_t v) {
-  uint8_t buf[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    buf[n++] = static_cast<uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  buf[n++] = static_cast<uint8_t>(v);
-  w.AppendBytes(buf, n);
-}
-
 struct Held {
   GetElementsResult result;
   FrameWriter writer;
@@ -109,7 +98,7 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   for (const Element& e : held->result.elements) {
     const uint8_t tag = kElementsTag;
     held->writer.AppendBytes(&tag, 1);
-    PutVarint(held->writer, EncodedSize(e));
+    held->writer.AppendVarint(EncodedSize(e));
     if (auto st = held->writer.AppendElement(e); !st.ok()) return st;
   }
   if (held->result.end_of_sequence) {
@@ -119,7 +108,7 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   if (held->result.first_index != 0) {
     const uint8_t tag = kFirstIndexTag;
     held->writer.AppendBytes(&tag, 1);
-    PutVarint(held->writer, static_cast<uint64_t>(held->result.first_index));
+    held->writer.AppendVarint(static_cast<uint64_t>(held->result.first_index));
   }
   EncodedElements out;
   out.ranges = held->writer.Ranges();
