@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "absl/status/statusor.h"
 #include "lib/pipeline/builder.h"
 #include "lib/pipeline/loader.h"
@@ -21,6 +23,13 @@ inline absl::StatusOr<std::vector<Element>> RunText(const std::string& text, int
   auto ds = BuildText(text);
   if (!ds.ok()) return ds.status();
   return Collect(**ds, limit);
+}
+
+// The pipeline proto of `text`; REQUIREs that it parses.
+inline pipeline::Pipeline ParsedPipeline(const std::string& text) {
+  auto loaded = ParsePipelineText(text);
+  REQUIRE(loaded.ok());
+  return loaded->pipeline;
 }
 
 // Error message of building `text` ("" if it built).

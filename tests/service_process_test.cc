@@ -98,6 +98,17 @@ std::vector<std::unique_ptr<Process>> StartWorkers(const TempDir& dir, const std
   return workers;
 }
 
+// A --fault-tolerant dispatcher on 127.0.0.1:`port` (0: any) keeping its journal in `work`; its
+// port goes to dir/d.port, its output to dir/`log`.*.
+std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const std::string& work,
+                                                      const std::string& port, const std::string& log,
+                                                      const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"dispatcher", "--port", port, "--port-file", dir.Join("d.port"), "--host",
+                                   "127.0.0.1", "--work-dir", work, "--fault-tolerant"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return std::make_unique<Process>(args, dir.Join(log));
+}
+
 std::map<std::string, int> LineCounts(const std::string& text) {
   std::map<std::string, int> counts;
   size_t start = 0;
@@ -294,10 +305,7 @@ TEST_CASE("processes: a fault-tolerant dispatcher killed with SIGKILL mid-epoch 
   TempDir dir;
   const std::string work = dir.Join("work");
   auto start_dispatcher = [&](const std::string& port, const std::string& log) {
-    return std::make_unique<Process>(std::vector<std::string>{"dispatcher", "--port", port, "--port-file",
-                                                              dir.Join("d.port"), "--host", "127.0.0.1",
-                                                              "--work-dir", work, "--fault-tolerant"},
-                                     dir.Join(log));
+    return StartFaultTolerantDispatcher(dir, work, port, log, {});
   };
   auto dispatcher = start_dispatcher("0", "d1");
   const std::string port = WaitForPort(dir.Join("d.port"));
@@ -403,10 +411,7 @@ TEST_CASE("processes: fault-tolerant dispatcher and a worker both killed mid-epo
   TempDir dir;
   const std::string work = dir.Join("work");
   auto start_dispatcher = [&](const std::string& port, const std::string& log) {
-    return std::make_unique<Process>(std::vector<std::string>{"dispatcher", "--port", port, "--port-file",
-                                                              dir.Join("d.port"), "--host", "127.0.0.1", "--work-dir",
-                                                              work, "--fault-tolerant", "--worker-timeout", "1s"},
-                                     dir.Join(log));
+    return StartFaultTolerantDispatcher(dir, work, port, log, {"--worker-timeout", "1s"});
   };
   auto dispatcher = start_dispatcher("0", "d1");
   const std::string port = WaitForPort(dir.Join("d.port"));

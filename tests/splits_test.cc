@@ -14,12 +14,6 @@ using namespace tfdata::testing;
 
 namespace {
 
-pipeline::Pipeline Parse(const std::string& text) {
-  auto loaded = ParsePipelineText(text);
-  REQUIRE(loaded.ok());
-  return loaded->pipeline;
-}
-
 // Every split's elements, split after split, through SourcePipelineForSplit.
 std::vector<Element> ElementsBySplit(const pipeline::Pipeline& p, const SplitPlan& plan) {
   std::vector<Element> out;
@@ -50,7 +44,7 @@ std::vector<Element> SourceElements(const pipeline::Pipeline& p) {
 
 void CheckSplitsCoverSource(const std::string& text, int64_t expect_splits = -1) {
   INFO(text);
-  const auto p = Parse(text);
+  const auto p = ParsedPipeline(text);
   auto plan = SplitPlan::Create(p, BuildOptions{});
   REQUIRE(plan.ok());
   if (expect_splits >= 0) CHECK(plan->num_splits() == expect_splits);
@@ -106,7 +100,7 @@ TEST_CASE("splits: file sources split by file, and list_files expands on the pla
   for (const auto& f : files) list += (list.empty() ? "'" : ", '") + f + "'";
   CheckSplitsCoverSource("op { tfrecord { file: [" + list + "] } }", 4);
   CheckSplitsCoverSource("op { list_files { pattern: '" + dir.Join("*.tfrecord") + "' } }", 4);
-  auto p = Parse("op { list_files { pattern: '" + dir.Join("*.tfrecord") + "' } }");
+  auto p = ParsedPipeline("op { list_files { pattern: '" + dir.Join("*.tfrecord") + "' } }");
   auto plan = SplitPlan::Create(p, BuildOptions{});
   REQUIRE(plan.ok());
   CHECK(plan->Get(2).file() == files[2]);
@@ -114,7 +108,7 @@ TEST_CASE("splits: file sources split by file, and list_files expands on the pla
 
 TEST_CASE("splits: unsplittable sources are errors naming the op", "[splits]") {
   auto err = [](const std::string& text) {
-    auto plan = SplitPlan::Create(Parse(text), BuildOptions{});
+    auto plan = SplitPlan::Create(ParsedPipeline(text), BuildOptions{});
     REQUIRE_FALSE(plan.ok());
     CHECK(absl::IsInvalidArgument(plan.status()));
     return std::string(plan.status().message());
@@ -128,7 +122,7 @@ TEST_CASE("splits: unsplittable sources are errors naming the op", "[splits]") {
 
 TEST_CASE("splits: a split-fed source runs the rest of the pipeline over all splits, a new epoch per repeat",
           "[splits]") {
-  const auto p = Parse("op { range { stop: 100 } } op { batch { batch_size: 30 } } op { repeat { count: 2 } }");
+  const auto p = ParsedPipeline("op { range { stop: 100 } } op { batch { batch_size: 30 } } op { repeat { count: 2 } }");
   auto plan = SplitPlan::Create(p, BuildOptions{});
   REQUIRE(plan.ok());
   auto provider = std::make_shared<FakeProvider>(*plan);
@@ -150,14 +144,14 @@ TEST_CASE("splits: a split-fed source runs the rest of the pipeline over all spl
 }
 
 TEST_CASE("splits: a bad split is an error, not a crash", "[splits]") {
-  const auto p = Parse("op { concatenate { input { op { range { stop: 5 } } } input { op { range { stop: 5 } } } } }");
+  const auto p = ParsedPipeline("op { concatenate { input { op { range { stop: 5 } } } input { op { range { stop: 5 } } } } }");
   service::Split s;
   s.set_input(7);
   CHECK(absl::IsInvalidArgument(SourcePipelineForSplit(p.op(0), s).status()));
-  const auto r = Parse("op { range { stop: 5 } }");
+  const auto r = ParsedPipeline("op { range { stop: 5 } }");
   s.set_begin(3);
   s.set_end(1);
   CHECK(absl::IsInvalidArgument(SourcePipelineForSplit(r.op(0), s).status()));
-  const auto t = Parse("op { tfrecord { file: ['x'] } }");
+  const auto t = ParsedPipeline("op { tfrecord { file: ['x'] } }");
   CHECK(absl::IsInvalidArgument(SourcePipelineForSplit(t.op(0), service::Split()).status()));
 }

@@ -15,12 +15,6 @@ using namespace tfdata::testing;
 
 namespace {
 
-pipeline::Pipeline Parse(const std::string& text) {
-  auto loaded = ParsePipelineText(text);
-  REQUIRE(loaded.ok());
-  return loaded->pipeline;
-}
-
 // A cluster whose dispatcher admits exactly `n` workers, all started.
 struct StaticCluster {
   explicit StaticCluster(int n) : ports(TestCluster::FreePorts(n)), cluster(0, Config(ports)) {
@@ -83,7 +77,7 @@ bool EachOnce(const std::vector<Element>& elements, int64_t n) {
 }  // namespace
 
 TEST_CASE("static sharding: the rewrite for each policy", "[sharding]") {
-  auto files = Parse("op { tfrecord { file: ['a', 'b', 'c', 'd', 'e'] } } op { take { count: 3 } }");
+  auto files = ParsedPipeline("op { tfrecord { file: ['a', 'b', 'c', 'd', 'e'] } } op { take { count: 3 } }");
   auto w1 = ApplyStaticSharding(files, service::SHARD_FILE, 2, 1);
   REQUIRE(w1.ok());
   REQUIRE(w1->op(0).tfrecord().file_size() == 2);
@@ -91,7 +85,7 @@ TEST_CASE("static sharding: the rewrite for each policy", "[sharding]") {
   CHECK(w1->op(0).tfrecord().file(1) == "d");
   CHECK(w1->op(1).has_take());
 
-  auto listed = Parse("op { list_files { pattern: '/x/*' } } op { tfrecord {} } op { batch { batch_size: 2 } }");
+  auto listed = ParsedPipeline("op { list_files { pattern: '/x/*' } } op { tfrecord {} } op { batch { batch_size: 2 } }");
   auto l = ApplyStaticSharding(listed, service::SHARD_FILE_OR_DATA, 3, 2);
   REQUIRE(l.ok());
   REQUIRE(l->op_size() == 4);
@@ -99,14 +93,14 @@ TEST_CASE("static sharding: the rewrite for each policy", "[sharding]") {
   CHECK(l->op(1).shard().index() == 2);
   CHECK(l->op(2).has_tfrecord());
 
-  auto range = Parse("op { range { stop: 10 } } op { map { fn { arith { op: ADD value: 1 } } } }");
+  auto range = ParsedPipeline("op { range { stop: 10 } } op { map { fn { arith { op: ADD value: 1 } } } }");
   auto d = ApplyStaticSharding(range, service::SHARD_FILE_OR_DATA, 4, 3);
   REQUIRE(d.ok());
   REQUIRE(d->op_size() == 3);
   CHECK(d->op(2).shard().num_shards() == 4);
   CHECK(d->op(2).shard().index() == 3);
 
-  auto hinted = Parse(
+  auto hinted = ParsedPipeline(
       "op { zip { input { op { range { stop: 10 } } op { shard { hint: true } } } input { op { range { stop: 10 } } } } }"
       " op { shard { num_shards: 7 index: 1 } }");
   auto h = ApplyStaticSharding(hinted, service::SHARD_HINT, 5, 4);
@@ -121,7 +115,7 @@ TEST_CASE("static sharding: the rewrite for each policy", "[sharding]") {
 
 TEST_CASE("static sharding: job-creation checks", "[sharding]") {
   auto err = [](const std::string& text, service::ProcessingMode mode, int n) {
-    auto st = CheckStaticSharding(Parse(text), mode, n, BuildOptions{});
+    auto st = CheckStaticSharding(ParsedPipeline(text), mode, n, BuildOptions{});
     return st.ok() ? std::string("ok") : std::string(st.message());
   };
   CHECK(err("op { tfrecord { file: ['a', 'b'] } }", service::SHARD_FILE, 2) == "ok");
