@@ -1,5 +1,7 @@
 #include "cmd/common.h"
 
+#include "absl/strings/numbers.h"
+
 #include <csignal>
 
 #include "fmt/format.h"
@@ -55,6 +57,35 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& text, const 
                                                   text, allow_never ? ", or -1 for never" : ""));
   }
   return d;
+}
+
+absl::StatusOr<int64_t> ParseByteSizeFlag(const std::string& text, const std::string& flag) {
+  static const std::pair<const char*, int64_t> kUnits[] = {{"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
+                                                           {"KB", 1000},       {"MB", 1000000},   {"GB", 1000000000},
+                                                           {"B", 1}};
+  std::string number = text;
+  int64_t unit = 1;
+  for (const auto& [suffix, size] : kUnits) {
+    const std::string s = suffix;
+    if (number.size() > s.size() && number.compare(number.size() - s.size(), s.size(), s) == 0) {
+      number.resize(number.size() - s.size());
+      unit = size;
+      break;
+    }
+  }
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(number, &n) || n <= 0 || n > (int64_t{1} << 50) / unit) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: \"{}\" is not a size in bytes (expected e.g. 64MiB, 1GiB, 1000000)", flag, text));
+  }
+  return n * unit;
+}
+
+absl::StatusOr<service::TargetWorkers> ParseTargetWorkersFlag(const std::string& text) {
+  if (text == "auto") return service::TARGET_WORKERS_AUTO;
+  if (text == "any") return service::TARGET_WORKERS_ANY;
+  if (text == "local") return service::TARGET_WORKERS_LOCAL;
+  return absl::InvalidArgumentError(fmt::format("--target-workers: \"{}\" is not one of any, local, auto", text));
 }
 
 void AddLogLevelFlag(CLI::App* sub, std::string* level) {
@@ -144,7 +175,8 @@ absl::Status WritePortFile(const std::string& path, int port) {
 }
 
 absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const std::string& dataset_id,
-                                                 service::DispatcherClient& dispatcher) {
+                                                 service::DispatcherClient& dispatcher,
+                                                 service::Compression compression) {
   auto loaded = LoadPipelineFile(path);
   if (!loaded.ok()) return loaded.status();
   // Validate here, where errors can point into the file, before any worker sees the pipeline.
@@ -152,6 +184,7 @@ absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const 
   service::RegisterDatasetRequest req;
   *req.mutable_pipeline() = loaded->pipeline;
   req.set_dataset_id(dataset_id);
+  req.set_compression(compression);
   service::RegisterDatasetResponse resp;
   if (auto st = dispatcher.RegisterDataset(req, &resp); !st.ok()) return st;
   return resp.dataset_id();

@@ -48,6 +48,11 @@ namespace tfdata::cmd {
 absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& text, const std::string& flag,
                                                  bool allow_never = false);
 
+// "256MiB", "1GiB", "64KiB", "1000000" (bytes; also KB/MB/GB as powers of 1000). Errors name the flag.
+absl::StatusOr<int64_t> ParseByteSizeFlag(const std::string& text, const std::string& flag);
+// --target-workers: any, local, auto.
+absl::StatusOr<service::TargetWorkers> ParseTargetWorkersFlag(const std::string& text);
+
 // --log-level for the subcommands that log (servers, readers): trace, debug, info, warn, error, off.
 void AddLogLevelFlag(CLI::App* sub, std::string* level);
 absl::Status ApplyLogLevel(const std::string& level);
@@ -87,7 +92,8 @@ absl::Status WritePortFile(const std::string& path, int port);
 // Returns the dataset id. Errors: the file's (NotFound / InvalidArgument with location), or the
 // dispatcher's.
 absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const std::string& dataset_id,
-                                                 service::DispatcherClient& dispatcher);
+                                                 service::DispatcherClient& dispatcher,
+                                                 service::Compression compression = service::COMPRESSION_NONE);
 
 // Reports a RegisterPipelineFile error: the file's problems exit with kExitBadPipeline, the
 // dispatcher's (unreachable, id conflict) with kExitRuntimeError.

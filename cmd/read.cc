@@ -5,7 +5,9 @@
 #include "lib/output/element_writer.h"
 #include "lib/service/grpc_dispatcher.h"
 #include "lib/service/grpc_util.h"
+#include "lib/service/coordinated_reader.h"
 #include "lib/service/reader.h"
+#include "lib/service/wire_compression.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {
@@ -18,6 +20,13 @@ struct ReadFlags {
   std::string mode = "parallel_epochs";
   std::string job_name;
   int max_outstanding_requests = 4;
+  int num_consumers = 0;
+  int consumer_index = 0;
+  bool cross_trainer_cache = false;
+  std::string trainer_id;
+  std::string target_workers = "auto";
+  std::string worker_tag;
+  std::string compression = "none";
   OutputFlags output;
   std::string log_level = "warn";
 };
@@ -31,15 +40,57 @@ int RunRead(const ReadFlags& f) {
   if (f.dataset_id.empty() == f.pipeline.empty()) return Fail("give either --dataset-id or a PIPELINE file", kExitUsage);
   if (f.max_outstanding_requests < 1) return Fail("--max-outstanding-requests must be at least 1", kExitUsage);
   if (auto format = ParseOutputFormat(f.output.format); !format.ok()) return Fail(format.status(), kExitUsage);
+  auto target = ParseTargetWorkersFlag(f.target_workers);
+  if (!target.ok()) return Fail(target.status(), kExitUsage);
+  auto compression = service::ParseCompression(f.compression);
+  if (!compression.ok()) return Fail(compression.status(), kExitUsage);
+  if (f.num_consumers < 0) return Fail("--num-consumers must be at least 0", kExitUsage);
+  if (f.num_consumers > 0 && (f.consumer_index < 0 || f.consumer_index >= f.num_consumers)) {
+    return Fail(fmt::format("--consumer-index {} is outside [0, --num-consumers {})", f.consumer_index, f.num_consumers),
+                kExitUsage);
+  }
+  if (f.num_consumers == 0 && f.consumer_index != 0) return Fail("--consumer-index needs --num-consumers", kExitUsage);
+  if (f.num_consumers > 0 && f.job_name.empty()) {
+    return Fail("coordinated reads (--num-consumers) need a --job-name shared by the consumers", kExitUsage);
+  }
+  if (f.cross_trainer_cache && (f.job_name.empty() || f.trainer_id.empty())) {
+    return Fail("--cross-trainer-cache needs a --job-name shared by the trainers and a --trainer-id for this one",
+                kExitUsage);
+  }
+  if (!f.cross_trainer_cache && !f.trainer_id.empty()) return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
 
-  service::ReaderOptions options;
-  options.dataset_id = f.dataset_id;
+  std::string dataset_id = f.dataset_id;
   if (!f.pipeline.empty()) {
     service::GrpcDispatcherClient client(*address);
-    auto id = RegisterPipelineFile(f.pipeline, "", client);
+    auto id = RegisterPipelineFile(f.pipeline, "", client, *compression);
     if (!id.ok()) return FailRegistration(id.status());
-    options.dataset_id = *id;
+    dataset_id = *id;
   }
+  if (f.num_consumers > 0) {
+    if (*mode != service::PARALLEL_EPOCHS) return Fail("coordinated reads need --mode parallel_epochs", kExitUsage);
+    service::CoordinatedReadOptions options;
+    options.dataset_id = dataset_id;
+    options.job_name = f.job_name;
+    options.num_consumers = f.num_consumers;
+    options.consumer_index = f.consumer_index;
+    options.max_outstanding_rounds = f.max_outstanding_requests;
+    auto reader =
+        service::CoordinatedReader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address));
+    if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
+    const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output, [&] {
+      const int64_t n = (*reader)->rounds_substituted();
+      return n == 0 ? std::string() : fmt::format(" ({} round(s) served by another worker: theirs was lost)", n);
+    });
+    (*reader)->Close();
+    return code;
+  }
+
+  service::ReaderOptions options;
+  options.dataset_id = dataset_id;
+  options.target_workers = *target;
+  options.worker_tag = f.worker_tag;
+  options.cross_trainer_cache = f.cross_trainer_cache;
+  options.trainer_id = f.trainer_id;
   options.mode = *mode;
   options.job_name = f.job_name;
   options.max_outstanding_requests = f.max_outstanding_requests;
@@ -47,7 +98,11 @@ int RunRead(const ReadFlags& f) {
   if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
   if (!(*reader)->warning().empty()) fmt::print(stderr, "tfdata: warning: {}\n", (*reader)->warning());
   const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output, [&] {
-    return DroppedSummary(**reader);
+    const int64_t skipped = (*reader)->elements_skipped();
+    return DroppedSummary(**reader) +
+           (skipped == 0 ? std::string()
+                         : fmt::format(" ({} element(s) skipped: this trainer fell behind the cross-trainer cache "
+                                       "window)", skipped));
   });
   (*reader)->Close();
   return code;
@@ -65,7 +120,24 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
                   "distributed_epoch (alias dynamic: the source is split among the workers, each element once), or a "
                   "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")->capture_default_str();
   sub->add_option("--job-name", f->job_name, "Share the job with other readers of this name");
-  sub->add_option("--max-outstanding-requests", f->max_outstanding_requests, "Element requests in flight, at most")
+  sub->add_option("--max-outstanding-requests", f->max_outstanding_requests,
+                  "Element requests in flight, at most (coordinated reads: rounds fetched ahead)")
+      ->capture_default_str();
+  sub->add_option("--num-consumers", f->num_consumers,
+                  "Coordinated reads: the job is read in rounds by this many consumers (needs --job-name and an "
+                  "infinite pipeline); every round's elements come from one worker");
+  sub->add_option("--consumer-index", f->consumer_index, "Coordinated reads: this consumer's index in [0, n)");
+  sub->add_flag("--cross-trainer-cache", f->cross_trainer_cache,
+                "Share the job's elements with other trainers (needs --job-name and --trainer-id): each trainer reads "
+                "the whole stream from the workers' sliding windows");
+  sub->add_option("--trainer-id", f->trainer_id, "Cross-trainer cache: this trainer's name");
+  sub->add_option("--target-workers", f->target_workers,
+                  "Which workers to read from: any; local (in this process or on this host); auto (local when this "
+                  "process runs a worker, else any)")
+      ->capture_default_str();
+  sub->add_option("--worker-tag", f->worker_tag, "Read only from workers started with this --tag");
+  sub->add_option("--compression", f->compression,
+                  "When registering PIPELINE: none, snappy or auto (see tfdata register)")
       ->capture_default_str();
   AddOutputFlags(sub, &f->output);
   AddLogLevelFlag(sub, &f->log_level);

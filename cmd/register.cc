@@ -4,6 +4,7 @@
 #include "fmt/format.h"
 #include "lib/service/grpc_dispatcher.h"
 #include "lib/service/grpc_util.h"
+#include "lib/service/wire_compression.h"
 
 namespace tfdata::cmd {
 namespace {
@@ -12,13 +13,16 @@ struct RegisterFlags {
   std::string pipeline;
   std::string dispatcher;
   std::string dataset_id;
+  std::string compression = "none";
 };
 
 int RunRegister(const RegisterFlags& f) {
   auto dispatcher = service::ParseAddress(f.dispatcher, "--dispatcher");
   if (!dispatcher.ok()) return Fail(dispatcher.status(), kExitUsage);
+  auto compression = service::ParseCompression(f.compression);
+  if (!compression.ok()) return Fail(compression.status(), kExitUsage);
   service::GrpcDispatcherClient client(*dispatcher);
-  auto id = RegisterPipelineFile(f.pipeline, f.dataset_id, client);
+  auto id = RegisterPipelineFile(f.pipeline, f.dataset_id, client, *compression);
   if (!id.ok()) return FailRegistration(id.status());
   fmt::print("{}\n", *id);
   return kExitOk;
@@ -32,6 +36,10 @@ void AddRegisterCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("PIPELINE", f->pipeline, "Pipeline file")->required();
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--dataset-id", f->dataset_id, "Choose the dataset id (default: assigned)");
+  sub->add_option("--compression", f->compression,
+                  "How workers send the elements: none, snappy (always compressed), auto (compressed when the worker "
+                  "measures that it makes the transfer faster; never to readers on its host)")
+      ->capture_default_str();
   sub->callback([f, action] { *action = [f] { return RunRegister(*f); }; });
 }
 

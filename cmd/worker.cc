@@ -22,6 +22,10 @@ struct WorkerFlags {
   std::string exit_when_idle;
   std::string dispatcher_retry = "30s";
   std::string log_level = "info";
+  std::vector<std::string> tags;
+  std::string cross_trainer_cache_size = "256MiB";
+  std::string round_expiry = "30s";
+  double link_gbps = 10;
 };
 
 int RunWorker(const WorkerFlags& f) {
@@ -46,6 +50,15 @@ int RunWorker(const WorkerFlags& f) {
   auto retry = ParseDurationFlag(f.dispatcher_retry, "--dispatcher-retry");
   if (!retry.ok()) return Fail(retry.status(), kExitUsage);
   options.config.dispatcher_retry = *retry;
+  options.config.tags = f.tags;
+  auto cache = ParseByteSizeFlag(f.cross_trainer_cache_size, "--cross-trainer-cache-size");
+  if (!cache.ok()) return Fail(cache.status(), kExitUsage);
+  options.config.cross_trainer_cache_bytes = *cache;
+  auto expiry = ParseDurationFlag(f.round_expiry, "--round-expiry");
+  if (!expiry.ok()) return Fail(expiry.status(), kExitUsage);
+  options.config.round_expiry = *expiry;
+  if (!(f.link_gbps > 0)) return Fail("--link-gbps must be positive", kExitUsage);
+  options.config.link_bytes_per_s = f.link_gbps * 1e9 / 8;
   // Workers run pipelines that readers send: shared libraries are loaded only when allowed.
   options.config.build_options.functions.allow_plugins = f.allow_plugins;
   service::WorkerServer server(options);
@@ -85,6 +98,18 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--heartbeat-interval", f->heartbeat_interval, "Time between heartbeats to the dispatcher")
       ->capture_default_str();
   sub->add_flag("--allow-plugins", f->allow_plugins, "Let pipelines load user functions from shared libraries");
+  sub->add_option("--tag", f->tags, "A tag for this worker (repeatable); readers can pick workers by tag (read --worker-tag)");
+  sub->add_option("--cross-trainer-cache-size", f->cross_trainer_cache_size,
+                  "Cross-trainer cache jobs: the sliding window each task keeps, in bytes (e.g. 256MiB, 4GiB)")
+      ->capture_default_str();
+  sub->add_option("--round-expiry", f->round_expiry,
+                  "Coordinated reads: a round open this long drops the elements no consumer took, so a consumer that "
+                  "stopped holds the others back at most this long")
+      ->capture_default_str();
+  sub->add_option("--link-gbps", f->link_gbps,
+                  "Compression auto: the network rate to readers on other hosts, in Gbit/s, that compression is "
+                  "weighed against")
+      ->capture_default_str();
   AddLogLevelFlag(sub, &f->log_level);
   sub->callback([f, action] { *action = [f] { return RunWorker(*f); }; });
 }

@@ -47,6 +47,7 @@ std::unique_ptr<service::WorkerServer> TestCluster::StartWorker(int port) {
   options.host = "127.0.0.1";
   options.port = port;
   options.worker_address = "127.0.0.1:%port%";
+  options.config = worker_config_;
   options.config.heartbeat_interval = absl::Milliseconds(50);
   auto w = std::make_unique<service::WorkerServer>(options);
   REQUIRE(w->Start().ok());
@@ -97,12 +98,14 @@ void TestCluster::RestartWorker(size_t index) {
   ++running_;
 }
 
-std::string TestCluster::Register(const std::string& pipeline_text, const std::string& dataset_id) {
+std::string TestCluster::Register(const std::string& pipeline_text, const std::string& dataset_id,
+                                  service::Compression compression) {
   auto loaded = ParsePipelineText(pipeline_text);
   REQUIRE(loaded.ok());
   service::RegisterDatasetRequest req;
   *req.mutable_pipeline() = loaded->pipeline;
   req.set_dataset_id(dataset_id);
+  req.set_compression(compression);
   service::RegisterDatasetResponse resp;
   auto st = NewDispatcherClient()->RegisterDataset(req, &resp);
   INFO(st.ToString());

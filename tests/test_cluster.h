@@ -27,6 +27,8 @@ class TestCluster {
   // Starts one more worker (on `port`, 0: any) and waits until the dispatcher knows it. Returns its
   // index.
   size_t AddWorker(int port = 0);
+  // The configuration of workers started from now on (heartbeats are shortened regardless).
+  void set_worker_config(service::WorkerConfig config) { worker_config_ = std::move(config); }
   // Starts a worker the dispatcher may refuse (static sharding); does not wait.
   service::WorkerServer& StartUnlistedWorker();
   // `n` distinct loopback ports that were free a moment ago (for fixed worker lists).
@@ -40,7 +42,8 @@ class TestCluster {
   // A reader with these options (its heartbeat shortened like the cluster's).
   absl::StatusOr<std::unique_ptr<service::Reader>> NewReader(service::ReaderOptions options);
   // Registers an inline pipeline (text format); REQUIREs success.
-  std::string Register(const std::string& pipeline_text, const std::string& dataset_id = "");
+  std::string Register(const std::string& pipeline_text, const std::string& dataset_id = "",
+                       service::Compression compression = service::COMPRESSION_NONE);
   // A reader of `dataset_id`.
   absl::StatusOr<std::unique_ptr<service::Reader>> NewReader(const std::string& dataset_id,
                                                              const std::string& job_name = "",
@@ -52,6 +55,7 @@ class TestCluster {
 
   std::unique_ptr<service::DispatcherServer> dispatcher_;
   std::string dispatcher_address_;
+  service::WorkerConfig worker_config_;
   std::vector<std::unique_ptr<service::WorkerServer>> workers_;
   size_t running_ = 0;
 };

@@ -21,6 +21,11 @@ struct GetElementsResult {
   bool end_of_sequence = false;
   // Position of elements[0] in the task's stream (see GetElementsResponse.first_index).
   int64_t first_index = 0;
+  // Cross-trainer cache: elements the reader's cursor skipped (they had left the window).
+  int64_t elements_skipped = 0;
+  // Set by the worker: the transport should send the elements compressed (the "local" data plane
+  // ignores it: it copies nothing).
+  bool compress = false;
 };
 
 class DataTransferClient {

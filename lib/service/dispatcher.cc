@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/pipeline/sharding.h"
 #include "lib/pipeline/fingerprint.h"
+#include "lib/service/wire_compression.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
@@ -133,13 +134,18 @@ absl::Status Dispatcher::RegisterDataset(const RegisterDatasetRequest& req, Regi
     return absl::InvalidArgumentError(absl::StrCat("register dataset: invalid dataset id \"", req.dataset_id(),
                                                    "\" (use 1-128 characters of A-Z a-z 0-9 _ . -)"));
   }
-  const std::string fingerprint = PipelineFingerprint(req.pipeline());
+  if (!Compression_IsValid(req.compression())) {
+    return absl::InvalidArgumentError(absl::StrCat("register dataset: unknown compression ", req.compression()));
+  }
+  // The compression is part of the dataset's identity (it changes what workers send).
+  std::string fingerprint = PipelineFingerprint(req.pipeline());
+  if (req.compression() != COMPRESSION_NONE) absl::StrAppend(&fingerprint, "/", Compression_Name(req.compression()));
   absl::MutexLock lock(&mu_);
   if (!req.dataset_id().empty()) {
     if (const auto* existing = state_.FindDataset(req.dataset_id())) {
       if (existing->fingerprint != fingerprint) {
         return absl::AlreadyExistsError(absl::StrCat("register dataset: dataset id \"", req.dataset_id(),
-                                                     "\" is already bound to a different pipeline"));
+                                                     "\" is already bound to a different pipeline (or compression)"));
       }
       resp->set_dataset_id(existing->id);
       resp->set_already_registered(true);
@@ -155,9 +161,10 @@ absl::Status Dispatcher::RegisterDataset(const RegisterDatasetRequest& req, Regi
   r->set_dataset_id(req.dataset_id().empty() ? state_.NextDatasetId() : req.dataset_id());
   r->set_fingerprint(fingerprint);
   *r->mutable_pipeline() = req.pipeline();
+  r->set_compression(req.compression());
   if (auto st = ApplyLocked(u); !st.ok()) return st;
-  spdlog::info("dispatcher: registered dataset {} ({} ops, fingerprint {})", r->dataset_id(), req.pipeline().op_size(),
-               fingerprint.substr(0, 12));
+  spdlog::info("dispatcher: registered dataset {} ({} ops, fingerprint {}, compression {})", r->dataset_id(),
+               req.pipeline().op_size(), fingerprint.substr(0, 12), CompressionFlagName(req.compression()));
   resp->set_dataset_id(r->dataset_id());
   return absl::OkStatus();
 }
@@ -167,6 +174,7 @@ absl::Status Dispatcher::GetDataset(const GetDatasetRequest& req, GetDatasetResp
   const auto* ds = state_.FindDataset(req.dataset_id());
   if (ds == nullptr) return absl::NotFoundError(absl::StrCat("unknown dataset \"", req.dataset_id(), "\""));
   *resp->mutable_pipeline() = ds->pipeline;
+  resp->set_compression(ds->compression);
   return absl::OkStatus();
 }
 
@@ -180,11 +188,18 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
         "get or create job: mode ", ProcessingMode_Name(req.mode()),
         " (static sharding) needs a dispatcher started with --worker-addresses, the fixed list of workers"));
   }
+  if (auto st = CheckJobOptions(req); !st.ok()) return st;
   absl::MutexLock lock(&mu_);
   if (state_.FindDataset(req.dataset_id()) == nullptr) {
     return absl::NotFoundError(absl::StrCat("get or create job: unknown dataset \"", req.dataset_id(), "\""));
   }
   const DispatcherState::Job* job = req.job_name().empty() ? nullptr : state_.FindJobByName(req.job_name());
+  if (job != nullptr && (job->num_consumers != req.num_consumers() || job->cross_trainer_cache != req.cross_trainer_cache())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "get or create job: job \"", req.job_name(), "\" was created with num_consumers ", job->num_consumers,
+        " and cross_trainer_cache ", job->cross_trainer_cache ? "on" : "off", "; this request asks for num_consumers ",
+        req.num_consumers(), " and cross_trainer_cache ", req.cross_trainer_cache() ? "on" : "off"));
+  }
   if (job != nullptr && (job->dataset_id != req.dataset_id() || job->mode != req.mode())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "get or create job: job name \"", req.job_name(), "\" is used by ", JobName(job->id), " of dataset ",
@@ -202,6 +217,12 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
       }
       plan = *std::move(p);
     }
+    if (req.num_consumers() > 0) {
+      if (auto st = CheckInfinite(state_.FindDataset(req.dataset_id())->pipeline); !st.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("get or create job: coordinated reads (--num-consumers) of dataset ",
+                                                       req.dataset_id(), ": ", st.message()));
+      }
+    }
     if (IsStaticSharding(req.mode())) {
       auto st = CheckStaticSharding(state_.FindDataset(req.dataset_id())->pipeline, req.mode(),
                                     static_cast<int64_t>(config_.worker_addresses.size()), BuildOptions{});
@@ -216,6 +237,8 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
     c->set_dataset_id(req.dataset_id());
     c->set_mode(req.mode());
     c->set_job_name(req.job_name());
+    c->set_num_consumers(req.num_consumers());
+    c->set_cross_trainer_cache(req.cross_trainer_cache());
     if (auto st = ApplyLocked(u); !st.ok()) return st;
     job = state_.FindJob(c->job_id());
     if (plan) split_plans_.emplace(job->id, *std::move(plan));
@@ -253,6 +276,16 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
     resp->set_client_id(0);
     return absl::OkStatus();
   }
+  if (req.num_consumers() > 0) {
+    for (int64_t c : iteration->clients) {
+      auto r = client_rounds_.find(c);
+      if (r != client_rounds_.end() && r->second.consumer_index == req.consumer_index()) {
+        return absl::AlreadyExistsError(absl::StrCat("get or create job: consumer index ", req.consumer_index(),
+                                                     " of job \"", req.job_name(), "\" is already read by ",
+                                                     ClientName(c)));
+      }
+    }
+  }
   Update u;
   auto* a = u.mutable_acquire_client();
   a->set_client_id(state_.NextClientId());
@@ -260,6 +293,7 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
   if (auto st = ApplyLocked(u); !st.ok()) return st;
   const absl::Time now = absl::Now();
   client_last_seen_[a->client_id()] = now;
+  if (req.num_consumers() > 0) client_rounds_[a->client_id()] = ClientRounds{req.consumer_index(), 0};
   iteration_unclaimed_since_.erase(iteration_id);
   spdlog::info("dispatcher: {} joined {} of {}", ClientName(a->client_id()), IterationName(iteration_id), JobName(job_id));
   resp->set_job_id(job_id);
@@ -289,7 +323,17 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
     const auto* task = state_.FindTask(t);
     info->set_worker_address(task->worker_address);
     info->set_splits_undelivered(task->splits_assigned - task->splits_delivered);
+    for (const std::string& tag : state_.WorkerTags(task->worker_address)) info->add_worker_tags(tag);
+    info->set_starting_round(task->starting_round);
   }
+  for (const auto& [t, ended] : iteration->ended_tasks) {
+    TaskInfo* info = resp->add_tasks();
+    info->set_task_id(t);
+    info->set_worker_address(ended.worker_address);
+    info->set_starting_round(ended.starting_round);
+    info->set_ending_round(ended.ending_round);
+  }
+  if (state_.FindJob(iteration->job_id)->num_consumers > 0) GrantRoundsLocked(req, resp);
   resp->set_iteration_finished(state_.IterationFinished(*iteration_id));
   return absl::OkStatus();
 }
@@ -306,19 +350,27 @@ absl::Status Dispatcher::ReleaseClientLocked(int64_t client_id, absl::Time now) 
   u.mutable_release_client()->set_client_id(client_id);
   if (auto st = ApplyLocked(u); !st.ok()) return st;
   client_last_seen_.erase(client_id);
+  client_rounds_.erase(client_id);
   spdlog::info("dispatcher: {} left {}", ClientName(client_id), IterationName(iteration_id));
   if (state_.FindIteration(iteration_id)->clients.empty()) iteration_unclaimed_since_[iteration_id] = now;
   return absl::OkStatus();
 }
 
 absl::Status Dispatcher::CreateTaskLocked(int64_t iteration_id, const std::string& worker) {
+  std::optional<int64_t> starting_round = 0;
+  if (state_.FindJob(state_.FindIteration(iteration_id)->job_id)->num_consumers > 0) {
+    starting_round = RotationChangeRoundLocked(iteration_id);
+    if (!starting_round) return absl::OkStatus();  // asked again at the worker's next heartbeat
+  }
   Update u;
   auto* c = u.mutable_create_task();
   c->set_task_id(state_.NextTaskId());
   c->set_iteration_id(iteration_id);
   c->set_worker_address(worker);
+  c->set_starting_round(*starting_round);
   if (auto st = ApplyLocked(u); !st.ok()) return st;
-  spdlog::info("dispatcher: created {} of {} on worker {}", TaskName(c->task_id()), IterationName(iteration_id), worker);
+  spdlog::info("dispatcher: created {} of {} on worker {}{}", TaskName(c->task_id()), IterationName(iteration_id), worker,
+               *starting_round > 0 ? absl::StrCat(" (in the rotation from round ", *starting_round, ")") : "");
   return absl::OkStatus();
 }
 
@@ -340,7 +392,11 @@ void Dispatcher::FillTaskDef(int64_t task_id, TaskDef* def) const {
   def->set_job_id(job->id);
   def->set_dataset_id(job->dataset_id);
   def->set_mode(job->mode);
-  *def->mutable_pipeline() = state_.FindDataset(job->dataset_id)->pipeline;
+  const auto* dataset = state_.FindDataset(job->dataset_id);
+  *def->mutable_pipeline() = dataset->pipeline;
+  def->set_compression(dataset->compression);
+  def->set_num_consumers(job->num_consumers);
+  def->set_cross_trainer_cache(job->cross_trainer_cache);
   if (IsStaticSharding(job->mode)) {
     const auto& list = config_.worker_addresses;
     def->set_num_workers(static_cast<int32_t>(list.size()));
@@ -361,11 +417,15 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " is not in the dispatcher's fixed worker list (",
                                                       known, "); static sharding admits only those workers"));
   }
-  if (!state_.WorkerKnown(worker)) {
+  const std::vector<std::string> tags(req.worker_tags().begin(), req.worker_tags().end());
+  if (!state_.WorkerKnown(worker) || state_.WorkerTags(worker) != tags) {
+    const bool known = state_.WorkerKnown(worker);
     Update u;
     u.mutable_register_worker()->set_worker_address(worker);
+    for (const std::string& t : tags) u.mutable_register_worker()->add_tags(t);
     if (auto st = ApplyLocked(u); !st.ok()) return st;
-    spdlog::info("dispatcher: worker {} registered", worker);
+    spdlog::info("dispatcher: worker {} {}{}", worker, known ? "changed its tags" : "registered",
+                 tags.empty() ? "" : absl::StrCat(" (tags: ", absl::StrJoin(tags, ", "), ")"));
   }
   worker_last_seen_[worker] = absl::Now();
   resp->set_incarnation_id(incarnation_id_);
@@ -415,6 +475,7 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
     Update u;
     u.mutable_remove_worker()->set_worker_address(worker);
     const std::vector<int64_t> tasks = state_.TasksOfWorker(worker);
+    AddTaskEndsLocked(tasks, u.mutable_remove_worker());
     int64_t lost = 0;
     for (int64_t t : tasks) {
       const auto* task = state_.FindTask(t);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <map>
 #include <set>
 #include <string>
@@ -91,6 +92,22 @@ class Dispatcher {
   absl::Status CreateTaskLocked(int64_t iteration_id, const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseClientLocked(int64_t client_id, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FillTaskDef(int64_t task_id, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Coordinated reads (dispatcher_rounds.cc). The rotation of an iteration's tasks changes only at
+  // a round no consumer can have fetched yet: at or above every round limit granted to its clients.
+  // Checks the request's coordinated-read and cross-trainer-cache options against each other.
+  static absl::Status CheckJobOptions(const GetOrCreateJobRequest& req);
+  // OK for a pipeline that never ends (coordinated reads need one).
+  static absl::Status CheckInfinite(const pipeline::Pipeline& pipeline);
+  // Raises the client's round limit (its lease) from its heartbeat and returns it.
+  void GrantRoundsLocked(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first round a rotation change may take effect at; nullopt while some client of the
+  // iteration has not reported its limit to this dispatcher process (after a restart).
+  std::optional<int64_t> RotationChangeRoundLocked(int64_t iteration_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records where a lost worker's coordinated tasks leave their rotation.
+  void AddTaskEndsLocked(const std::vector<int64_t>& tasks, RemoveWorkerUpdate* u) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).
   absl::StatusOr<const SplitPlan*> SplitPlanLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimeoutLoop();
@@ -102,6 +119,13 @@ class Dispatcher {
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> worker_last_seen_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::Time> client_last_seen_ ABSL_GUARDED_BY(mu_);
+  // Coordinated reads: each client's consumer index and granted round limit, rebuilt from
+  // heartbeats after a restart (soft state, like liveness).
+  struct ClientRounds {
+    int32_t consumer_index = 0;
+    int64_t limit = 0;
+  };
+  std::map<int64_t, ClientRounds> client_rounds_ ABSL_GUARDED_BY(mu_);
   // Iterations that have no clients, and since when.
   std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id

@@ -28,11 +28,7 @@ std::string ClientName(int64_t id) { return absl::StrCat("client ", id); }
 absl::Status DispatcherState::Apply(const Update& update) {
   switch (update.kind_case()) {
     case Update::kRegisterDataset: return RegisterDataset(update.register_dataset());
-    case Update::kRegisterWorker:
-      if (!workers_.insert(update.register_worker().worker_address()).second) {
-        return Inconsistent("worker " + update.register_worker().worker_address() + " registered twice");
-      }
-      return absl::OkStatus();
+    case Update::kRegisterWorker: return RegisterWorker(update.register_worker());
     case Update::kCreateJob: return CreateJob(update.create_job());
     case Update::kCreateIteration: return CreateIteration(update.create_iteration());
     case Update::kCreateTask: return CreateTask(update.create_task());
@@ -52,11 +48,31 @@ absl::Status DispatcherState::Apply(const Update& update) {
 absl::Status DispatcherState::RegisterDataset(const RegisterDatasetUpdate& u) {
   if (u.dataset_id().empty()) return Inconsistent("dataset with an empty id");
   if (datasets_.contains(u.dataset_id())) return Inconsistent("dataset " + u.dataset_id() + " registered twice");
-  datasets_[u.dataset_id()] = Dataset{u.dataset_id(), u.fingerprint(), u.pipeline()};
+  datasets_[u.dataset_id()] = Dataset{u.dataset_id(), u.fingerprint(), u.pipeline(), u.compression()};
   dataset_by_fingerprint_.emplace(u.fingerprint(), u.dataset_id());  // the first id keeps the fingerprint
   int64_t n = 0;
   if (absl::SimpleAtoi(u.dataset_id(), &n) && n >= next_dataset_number_) next_dataset_number_ = n + 1;
   return absl::OkStatus();
+}
+
+absl::Status DispatcherState::RegisterWorker(const RegisterWorkerUpdate& u) {
+  const std::vector<std::string> tags(u.tags().begin(), u.tags().end());
+  // Registering a known worker again is only a change of its tags.
+  if (!workers_.insert(u.worker_address()).second && WorkerTags(u.worker_address()) == tags) {
+    return Inconsistent("worker " + u.worker_address() + " registered twice");
+  }
+  if (tags.empty()) {
+    worker_tags_.erase(u.worker_address());
+  } else {
+    worker_tags_[u.worker_address()] = tags;
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<std::string>& DispatcherState::WorkerTags(const std::string& address) const {
+  static const std::vector<std::string> kNone;
+  auto it = worker_tags_.find(address);
+  return it == worker_tags_.end() ? kNone : it->second;
 }
 
 absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
@@ -65,7 +81,9 @@ absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
   if (!u.job_name().empty() && job_by_name_.contains(u.job_name())) {
     return Inconsistent("job name " + u.job_name() + " used twice");
   }
-  jobs_[u.job_id()] = Job{u.job_id(), u.dataset_id(), u.mode(), u.job_name(), {}};
+  if (u.num_consumers() < 0) return Inconsistent("negative num_consumers");
+  jobs_[u.job_id()] = Job{u.job_id(), u.dataset_id(), u.mode(), u.job_name(), {}, u.num_consumers(),
+                          u.cross_trainer_cache()};
   if (!u.job_name().empty()) job_by_name_[u.job_name()] = u.job_id();
   ++next_job_id_;
   return absl::OkStatus();
@@ -92,7 +110,9 @@ absl::Status DispatcherState::CreateTask(const CreateTaskUpdate& u) {
   if (it == nullptr || it->garbage_collected) return Inconsistent("task of unknown " + IterationName(u.iteration_id()));
   if (!workers_.contains(u.worker_address())) return Inconsistent("task on unknown worker " + u.worker_address());
   if (HasTaskOnWorker(u.iteration_id(), u.worker_address())) return Inconsistent("two tasks on one worker");
-  tasks_[u.task_id()] = Task{u.task_id(), u.iteration_id(), u.worker_address(), false};
+  Task t{u.task_id(), u.iteration_id(), u.worker_address(), false};
+  t.starting_round = u.starting_round();
+  tasks_[u.task_id()] = t;
   it->tasks.insert(u.task_id());
   ++next_task_id_;
   return absl::OkStatus();
@@ -107,9 +127,15 @@ absl::Status DispatcherState::FinishTask(const FinishTaskUpdate& u) {
 
 absl::Status DispatcherState::RemoveWorker(const RemoveWorkerUpdate& u) {
   if (workers_.erase(u.worker_address()) == 0) return Inconsistent("removal of unknown worker " + u.worker_address());
+  worker_tags_.erase(u.worker_address());
+  std::map<int64_t, int64_t> ends;
+  for (const TaskEnd& e : u.task_ends()) ends[e.task_id()] = e.ending_round();
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     if (it->second.worker_address == u.worker_address()) {
       if (Iteration* iter = Find(iterations_, it->second.iteration_id)) {
+        if (auto end = ends.find(it->first); end != ends.end()) {
+          iter->ended_tasks[it->first] = EndedTask{it->second.worker_address, it->second.starting_round, end->second};
+        }
         iter->tasks.erase(it->first);
         // The splits it held and had not delivered are gone: never handed out again (at most once).
         // (A finished task may still have had elements buffered.)
@@ -185,8 +211,14 @@ StateSnapshot DispatcherState::Snapshot() const {
     o->set_id(d.id);
     o->set_fingerprint(d.fingerprint);
     *o->mutable_pipeline() = d.pipeline;
+    o->set_compression(d.compression);
   }
   for (const std::string& w : workers_) s.add_workers(w);
+  for (const auto& [w, tags] : worker_tags_) {
+    auto* o = s.add_worker_tags();
+    o->set_address(w);
+    for (const std::string& t : tags) o->add_tags(t);
+  }
   for (const auto& [id, j] : jobs_) {
     auto* o = s.add_jobs();
     o->set_id(j.id);
@@ -194,6 +226,8 @@ StateSnapshot DispatcherState::Snapshot() const {
     o->set_mode(j.mode);
     o->set_name(j.name);
     for (int64_t i : j.iterations) o->add_iterations(i);
+    o->set_num_consumers(j.num_consumers);
+    o->set_cross_trainer_cache(j.cross_trainer_cache);
   }
   for (const auto& [id, it] : iterations_) {
     auto* o = s.add_iterations();
@@ -209,6 +243,14 @@ StateSnapshot DispatcherState::Snapshot() const {
       e->set_next_split(next);
     }
     o->set_splits_lost(it.splits_lost);
+    for (const auto& [task_id, e] : it.ended_tasks) {
+      auto* t = s.add_ended_tasks();
+      t->set_id(task_id);
+      t->set_iteration_id(it.id);
+      t->set_worker_address(e.worker_address);
+      t->set_starting_round(e.starting_round);
+      t->set_ending_round(e.ending_round);
+    }
   }
   for (const auto& [id, t] : tasks_) {
     auto* o = s.add_tasks();
@@ -221,6 +263,7 @@ StateSnapshot DispatcherState::Snapshot() const {
     o->set_last_epoch(t.last_epoch);
     o->set_last_first(t.last_first);
     o->set_last_count(t.last_count);
+    o->set_starting_round(t.starting_round);
   }
   for (const auto& [client, iteration] : client_iteration_) {
     auto* o = s.add_clients();
@@ -242,13 +285,18 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
   }
   DispatcherState r;  // built aside: a bad snapshot leaves the state unchanged
   for (const auto& d : s.datasets()) {
-    r.datasets_[d.id()] = Dataset{d.id(), d.fingerprint(), d.pipeline()};
+    r.datasets_[d.id()] = Dataset{d.id(), d.fingerprint(), d.pipeline(), d.compression()};
     r.dataset_by_fingerprint_.emplace(d.fingerprint(), d.id());
   }
   for (const auto& w : s.workers()) r.workers_.insert(w);
+  for (const auto& w : s.worker_tags()) {
+    if (!r.workers_.contains(w.address())) return Inconsistent("snapshot: tags of an unknown worker");
+    r.worker_tags_[w.address()] = {w.tags().begin(), w.tags().end()};
+  }
   for (const auto& j : s.jobs()) {
     if (!r.datasets_.contains(j.dataset_id())) return Inconsistent("snapshot: job of an unknown dataset");
-    r.jobs_[j.id()] = Job{j.id(), j.dataset_id(), j.mode(), j.name(), {j.iterations().begin(), j.iterations().end()}};
+    r.jobs_[j.id()] = Job{j.id(),   j.dataset_id(), j.mode(), j.name(), {j.iterations().begin(), j.iterations().end()},
+                          j.num_consumers(), j.cross_trainer_cache()};
     if (!j.name().empty()) r.job_by_name_[j.name()] = j.id();
   }
   for (const auto& i : s.iterations()) {
@@ -265,8 +313,15 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
   }
   for (const auto& t : s.tasks()) {
     if (!r.iterations_.contains(t.iteration_id())) return Inconsistent("snapshot: task of an unknown iteration");
-    r.tasks_[t.id()] = Task{t.id(), t.iteration_id(), t.worker_address(), t.finished(), t.splits_assigned(),
-                            t.splits_delivered(), t.last_epoch(), t.last_first(), t.last_count()};
+    r.tasks_[t.id()] = Task{t.id(),           t.iteration_id(),     t.worker_address(),
+                            t.finished(),     t.splits_assigned(),  t.splits_delivered(),
+                            t.last_epoch(),   t.last_first(),       t.last_count(),
+                            t.starting_round()};
+  }
+  for (const auto& e : s.ended_tasks()) {
+    auto it = r.iterations_.find(e.iteration_id());
+    if (it == r.iterations_.end()) return Inconsistent("snapshot: ended task of an unknown iteration");
+    it->second.ended_tasks[e.id()] = EndedTask{e.worker_address(), e.starting_round(), e.ending_round()};
   }
   for (const auto& i : r.iterations_) {
     for (int64_t t : i.second.tasks) {

@@ -34,6 +34,7 @@ class DispatcherState {
     std::string id;
     std::string fingerprint;
     pipeline::Pipeline pipeline;
+    Compression compression = COMPRESSION_NONE;
   };
   struct Job {
     int64_t id = 0;
@@ -41,6 +42,15 @@ class DispatcherState {
     ProcessingMode mode = PARALLEL_EPOCHS;
     std::string name;
     std::vector<int64_t> iterations;  // in repetition order
+    int32_t num_consumers = 0;        // coordinated reads: round-robin over this many consumers
+    bool cross_trainer_cache = false;
+  };
+  // Coordinated reads: a task whose worker was lost stays visible with the round it left the
+  // rotation at, so that every consumer computes the same rotation.
+  struct EndedTask {
+    std::string worker_address;
+    int64_t starting_round = 0;
+    int64_t ending_round = 0;
   };
   struct Iteration {
     int64_t id = 0;
@@ -52,6 +62,7 @@ class DispatcherState {
     // distributed_epoch: per epoch, the next split to hand out; splits lost with dead workers.
     std::map<int64_t, int64_t> next_split;
     int64_t splits_lost = 0;
+    std::map<int64_t, EndedTask> ended_tasks;  // by task id
   };
   struct Task {
     int64_t id = 0;
@@ -64,6 +75,7 @@ class DispatcherState {
     int64_t splits_delivered = 0;
     // The last assignment, to repeat it when its answer was lost.
     int64_t last_epoch = -1, last_first = 0, last_count = 0;
+    int64_t starting_round = 0;  // coordinated reads
   };
 
   absl::Status Apply(const Update& update);
@@ -81,6 +93,8 @@ class DispatcherState {
   std::optional<int64_t> ClientIteration(int64_t client_id) const;
   bool WorkerKnown(const std::string& address) const { return workers_.contains(address); }
   std::vector<std::string> Workers() const;
+  // A known worker's tags (empty for an unknown one).
+  const std::vector<std::string>& WorkerTags(const std::string& address) const;
   // Live tasks of a worker.
   std::vector<int64_t> TasksOfWorker(const std::string& address) const;
   // Iterations not garbage-collected and not finished.
@@ -100,6 +114,7 @@ class DispatcherState {
 
  private:
   absl::Status RegisterDataset(const RegisterDatasetUpdate& u);
+  absl::Status RegisterWorker(const RegisterWorkerUpdate& u);
   absl::Status CreateJob(const CreateJobUpdate& u);
   absl::Status CreateIteration(const CreateIterationUpdate& u);
   absl::Status CreateTask(const CreateTaskUpdate& u);
@@ -115,6 +130,7 @@ class DispatcherState {
   std::map<std::string, Dataset> datasets_;
   std::map<std::string, std::string> dataset_by_fingerprint_;
   std::set<std::string> workers_;
+  std::map<std::string, std::vector<std::string>> worker_tags_;  // workers with tags only
   std::map<int64_t, Job> jobs_;
   std::map<std::string, int64_t> job_by_name_;
   std::map<int64_t, Iteration> iterations_;

@@ -5,6 +5,8 @@
 
 #include "fmt/format.h"
 #include "lib/core/element_codec.h"
+#include "lib/service/wire_compression.h"
+#include "snappy.h"
 
 namespace tfdata::service {
 namespace {
@@ -13,6 +15,11 @@ namespace {
 constexpr uint8_t kElementsTag = (1 << 3) | 2;       // field 1, length-delimited
 constexpr uint8_t kEndOfSequenceTag = (2 << 3) | 0;  // field 2, varint
 constexpr uint8_t kFirstIndexTag = (3 << 3) | 0;     // field 3, varint
+constexpr uint8_t kCompressedTag = (4 << 3) | 2;     // field 4, length-delimited
+constexpr uint8_t kSkippedTag = (5 << 3) | 0;        // field 5, varint
+// A snappy frame may claim at most this many times its size once decompressed (snappy's own
+// format cannot exceed about 21x; anything above is corrupt and must not size an allocation).
+constexpr uint64_t kMaxExpansion = 32;
 constexpr size_t kAlign = 8;
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -21,6 +28,11 @@ struct Held {
   GetElementsResult result;
   FrameWriter writer;
 };
+
+void AppendTaggedVarint(FrameWriter& w, uint8_t tag, uint64_t v) {
+  w.AppendBytes(&tag, 1);
+  w.AppendVarint(v);
+}
 
 // Reads the concatenation of the pieces in order. A copy of the reader is a saved position.
 class PieceReader {
@@ -96,9 +108,14 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   auto held = std::make_shared<Held>();
   held->result = std::move(result);
   for (const Element& e : held->result.elements) {
-    const uint8_t tag = kElementsTag;
-    held->writer.AppendBytes(&tag, 1);
-    held->writer.AppendVarint(EncodedSize(e));
+    if (held->result.compress) {
+      auto compressed = CompressElement(e);
+      if (!compressed.ok()) return compressed.status();
+      AppendTaggedVarint(held->writer, kCompressedTag, compressed->size());
+      held->writer.AppendBytes(compressed->data(), compressed->size());
+      continue;
+    }
+    AppendTaggedVarint(held->writer, kElementsTag, EncodedSize(e));
     if (auto st = held->writer.AppendElement(e); !st.ok()) return st;
   }
   if (held->result.end_of_sequence) {
@@ -106,9 +123,10 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
     held->writer.AppendBytes(eos, sizeof(eos));
   }
   if (held->result.first_index != 0) {
-    const uint8_t tag = kFirstIndexTag;
-    held->writer.AppendBytes(&tag, 1);
-    held->writer.AppendVarint(static_cast<uint64_t>(held->result.first_index));
+    AppendTaggedVarint(held->writer, kFirstIndexTag, static_cast<uint64_t>(held->result.first_index));
+  }
+  if (held->result.elements_skipped != 0) {
+    AppendTaggedVarint(held->writer, kSkippedTag, static_cast<uint64_t>(held->result.elements_skipped));
   }
   EncodedElements out;
   out.ranges = held->writer.Ranges();
@@ -121,6 +139,7 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
   struct Frame {
     PieceReader at;
     size_t size;
+    std::string compressed;  // field 4: the snappy bytes (size is then the uncompressed size)
   };
   std::vector<Frame> frames;
   GetElementsResult result;
@@ -134,12 +153,20 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
     if (field == 1 && wire_type != 2) return r.Error("field 1 (elements) is not length-delimited", tag_at);
     if (field == 2 && wire_type != 0) return r.Error("field 2 (end_of_sequence) is not a varint", tag_at);
     if (field == 3 && wire_type != 0) return r.Error("field 3 (first_index) is not a varint", tag_at);
+    if (field == 4 && wire_type != 2) {
+      return r.Error("field 4 (compressed_elements) is not length-delimited", tag_at);
+    }
+    if (field == 5 && wire_type != 0) return r.Error("field 5 (elements_skipped) is not a varint", tag_at);
     switch (wire_type) {
       case 0: {
-        auto v = r.Varint(field == 2 ? "end_of_sequence" : field == 3 ? "first_index" : "varint field");
+        auto v = r.Varint(field == 2   ? "end_of_sequence"
+                          : field == 3 ? "first_index"
+                          : field == 5 ? "elements_skipped"
+                                       : "varint field");
         if (!v.ok()) return v.status();
         if (field == 2) result.end_of_sequence = *v != 0;
         if (field == 3) result.first_index = static_cast<int64_t>(*v);
+        if (field == 5) result.elements_skipped = static_cast<int64_t>(*v);
         break;
       }
       case 1:
@@ -158,8 +185,19 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
         }
         const auto n = static_cast<size_t>(*len);
         if (field == 1) {
-          frames.push_back({r, n});
+          frames.push_back({r, n, {}});
           arena_size += AlignUp(n);
+        } else if (field == 4) {
+          std::string compressed(n, '\0');
+          PieceReader copy = r;
+          copy.Copy(reinterpret_cast<uint8_t*>(compressed.data()), n);
+          size_t uncompressed = 0;
+          if (!snappy::GetUncompressedLength(compressed.data(), n, &uncompressed) ||
+              uncompressed > kMaxExpansion * n + 64) {
+            return r.Error("compressed element with an invalid snappy header", len_at);
+          }
+          frames.push_back({r, uncompressed, std::move(compressed)});
+          arena_size += AlignUp(uncompressed);
         }
         r.Skip(n);
         break;
@@ -176,7 +214,13 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
   for (size_t i = 0; i < frames.size(); ++i) {
     Frame& f = frames[i];
     const size_t frame_at = f.at.pos();
-    f.at.Copy(arena->mutable_data() + offset, f.size);
+    if (f.compressed.empty()) {
+      f.at.Copy(arena->mutable_data() + offset, f.size);
+    } else if (!snappy::RawUncompress(f.compressed.data(), f.compressed.size(),
+                                      reinterpret_cast<char*>(arena->mutable_data() + offset))) {
+      return absl::DataLossError(
+          fmt::format("GetElements response: element {} (compressed frame at byte {}): corrupt snappy data", i, frame_at));
+    }
     const size_t padded = AlignUp(f.size);
     if (padded > f.size) std::memset(arena->mutable_data() + offset + f.size, 0, padded - f.size);
     auto e = DecodeElement(arena, offset, f.size);

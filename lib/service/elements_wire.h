@@ -2,8 +2,10 @@
 //
 // The bytes are exactly the protobuf encoding of GetElementsResponse (proto/service.proto), so any
 // protobuf client can read them: for each element, field 1 (tag 0x0A), its length, and its
-// element frame (lib/core/element_codec.h); then field 2 (end_of_sequence) and field 3
-// (first_index) when not zero.
+// element frame (lib/core/element_codec.h) -- or, when the result asks for compression, field 4
+// (tag 0x22) and the snappy-compressed frame; then field 2 (end_of_sequence), field 3
+// (first_index) and field 5 (elements_skipped) when not zero. The decoder accepts both element
+// fields in any mix, so readers never need to be told whether a dataset is compressed.
 //
 // What makes it fast: the encoder references large tensor payloads instead of copying them (the
 // transport writes them straight from the tensors), and the decoder copies each frame once, from

@@ -4,6 +4,7 @@
 #include "absl/synchronization/notification.h"
 #include "lib/service/elements_wire.h"
 #include "lib/service/grpc_util.h"
+#include "lib/service/host_util.h"
 
 namespace tfdata::service {
 namespace {
@@ -111,7 +112,7 @@ void GrpcWorkerService::Serve(Call* call) {
                                     call);
     return;
   }
-  auto result = worker_->GetElements(req);
+  auto result = worker_->GetElements(req, /*remote_peer=*/!IsLoopbackPeer(call->ctx.peer()));
   if (!result.ok()) return call->responder.FinishWithError(ToGrpcStatus(result.status()), call);
   auto encoded = EncodeElements(*std::move(result));
   if (!encoded.ok()) return call->responder.FinishWithError(ToGrpcStatus(encoded.status()), call);

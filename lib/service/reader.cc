@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/service/dispatcher_state.h"
+#include "lib/service/host_util.h"
+#include "lib/service/worker.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
@@ -18,6 +20,21 @@ bool IsTransportError(const absl::Status& st) {
 
 }  // namespace
 
+bool IsLocalWorker(const std::string& address) { return Worker::FindLocal(address) != nullptr || IsThisHost(address); }
+
+TargetWorkers ResolveTargetWorkers(TargetWorkers target) {
+  if (target != TARGET_WORKERS_AUTO) return target;
+  return Worker::AnyLocal() ? TARGET_WORKERS_LOCAL : TARGET_WORKERS_ANY;
+}
+
+bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::string& worker_tag) {
+  if (!worker_tag.empty() &&
+      std::find(task.worker_tags().begin(), task.worker_tags().end(), worker_tag) == task.worker_tags().end()) {
+    return false;
+  }
+  return resolved != TARGET_WORKERS_LOCAL || IsLocalWorker(task.worker_address());
+}
+
 Reader::Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher)
     : options_(std::move(options)), dispatcher_(std::move(dispatcher)) {}
 
@@ -26,11 +43,19 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
   if (options.max_outstanding_requests < 1) {
     return absl::InvalidArgumentError("--max-outstanding-requests must be at least 1");
   }
+  if (options.cross_trainer_cache && options.trainer_id.empty()) {
+    return absl::InvalidArgumentError("--cross-trainer-cache needs a --trainer-id naming this trainer");
+  }
+  if (!options.cross_trainer_cache && !options.trainer_id.empty()) {
+    return absl::InvalidArgumentError("--trainer-id needs --cross-trainer-cache");
+  }
   std::unique_ptr<Reader> r(new Reader(std::move(options), std::move(dispatcher)));
+  r->target_ = ResolveTargetWorkers(r->options_.target_workers);
   GetOrCreateJobRequest req;
   req.set_dataset_id(r->options_.dataset_id);
   req.set_mode(r->options_.mode);
   req.set_job_name(r->options_.job_name);
+  req.set_cross_trainer_cache(r->options_.cross_trainer_cache);
   GetOrCreateJobResponse resp;
   if (auto st = r->dispatcher_->GetOrCreateJob(req, &resp); !st.ok()) return st;
   r->job_id_ = resp.job_id();
@@ -73,6 +98,11 @@ int64_t Reader::splits_lost() const {
   return splits_lost_;
 }
 
+int64_t Reader::elements_skipped() const {
+  absl::MutexLock lock(&mu_);
+  return elements_skipped_;
+}
+
 void Reader::DropLocked(TaskState& ts) {
   ts.ended = true;
   ++tasks_dropped_;
@@ -107,6 +137,7 @@ absl::Status Reader::HeartbeatOnce() {
   heard_ = true;
   listed_tasks_.clear();
   for (const TaskInfo& t : resp.tasks()) {
+    if (!TaskTargeted(t, target_, options_.worker_tag)) continue;
     listed_tasks_.push_back(t.task_id());
     if (auto known = tasks_.find(t.task_id()); known != tasks_.end()) {
       if (!known->second.ended) known->second.splits_undelivered = t.splits_undelivered();
@@ -135,6 +166,22 @@ absl::Status Reader::HeartbeatOnce() {
     }
   }
   iteration_finished_ = resp.iteration_finished();
+  if (resp.tasks_size() > 0 && listed_tasks_.empty() && tasks_.empty()) {
+    const absl::Time now = absl::Now();
+    untargeted_since_ = std::min(untargeted_since_, now);
+    if (now - untargeted_since_ > options_.untargeted_timeout) {
+      std::string workers;
+      for (const TaskInfo& t : resp.tasks()) absl::StrAppend(&workers, workers.empty() ? "" : ", ", t.worker_address());
+      error_ = absl::FailedPreconditionError(absl::StrCat(
+          "none of the job's workers (", workers, ") is ",
+          target_ == TARGET_WORKERS_LOCAL ? "local (in this process or on this host)" : "a worker",
+          options_.worker_tag.empty() ? "" : absl::StrCat(" with tag \"", options_.worker_tag, "\""),
+          ": check --target-workers / --worker-tag"));
+      return error_;
+    }
+  } else {
+    untargeted_since_ = absl::InfiniteFuture();
+  }
   return absl::OkStatus();
 }
 
@@ -202,6 +249,7 @@ void Reader::FetchLoop() {
     req.set_max_elements(options_.max_elements_per_request);
     req.set_max_bytes(options_.max_bytes_per_request);
     req.set_timeout_ms(200);  // short, so Close() is prompt
+    req.set_trainer_id(options_.trainer_id);
     auto result = client->GetElements(req);
 
     absl::MutexLock lock(&mu_);
@@ -228,6 +276,7 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
     }
   } else {
     ts.failures = 0;
+    elements_skipped_ += result->elements_skipped;
     ts.held.push_back(HeldResponse{*std::move(result), ts.in_flight});
   }
   DeliverLocked(ts, /*all=*/ts.ended);

@@ -44,7 +44,24 @@ struct ReaderOptions {
   // Fetched elements waiting for Next(), at most (fetching pauses at either bound).
   int64_t buffer_elements = 16384;
   int64_t buffer_bytes = 64 << 20;
+  // Which workers to read from: any; local (in this process or on this host); auto (local when
+  // this process runs a worker, any otherwise). And, when set, only workers with this tag.
+  TargetWorkers target_workers = TARGET_WORKERS_AUTO;
+  std::string worker_tag;
+  // Cross-trainer cache: join the named job as trainer `trainer_id` (each trainer reads the whole
+  // stream; workers keep a sliding window of it). Needs job_name.
+  bool cross_trainer_cache = false;
+  std::string trainer_id;
+  // With a filter that matches none of the job's workers, how long to wait for a matching one
+  // before failing.
+  absl::Duration untargeted_timeout = absl::Seconds(5);
 };
+
+// Whether a worker at `address` counts as local: it runs in this process or on this host.
+bool IsLocalWorker(const std::string& address);
+// The reader's effective choice for `target` (auto resolved), and a task filter made of it.
+TargetWorkers ResolveTargetWorkers(TargetWorkers target);
+bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::string& worker_tag);
 
 class Reader {
  public:
@@ -70,6 +87,9 @@ class Reader {
   // splits each held and had not reported delivered. Every element missing from the epoch belongs
   // to one of them; a split counted may have been delivered in part (an upper bound).
   int64_t splits_lost() const;
+  // Cross-trainer cache: elements this trainer skipped because they had left a worker's window
+  // before it asked for them (it fell too far behind the fastest trainer).
+  int64_t elements_skipped() const;
 
  private:
   // A response that may only be delivered once the requests that were in flight to the same task
@@ -126,6 +146,10 @@ class Reader {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t elements_skipped_ ABSL_GUARDED_BY(mu_) = 0;
+  TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
+  // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
+  absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 };

@@ -3,7 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "lib/pipeline/sharding.h"
 #include "lib/pipeline/splits.h"
+#include "lib/service/cross_trainer_window.h"
 #include "lib/service/dispatcher_state.h"
+#include "lib/service/round_buffer.h"
+#include "lib/service/wire_compression.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
@@ -92,6 +95,8 @@ class TaskSplitProvider final : public SplitProvider {
 class Worker::Task {
  public:
   Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher) : def_(def), config_(config) {
+    if (def.num_consumers() > 0) rounds_ = std::make_unique<RoundBuffer>(def.num_consumers());
+    if (def.cross_trainer_cache()) window_ = std::make_unique<CrossTrainerWindow>(config.cross_trainer_cache_bytes);
     if (def.mode() == DISTRIBUTED_EPOCH) {
       splits_ = std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher, config.dispatcher_retry);
     }
@@ -130,26 +135,67 @@ class Worker::Task {
     return done_;
   }
 
-  absl::StatusOr<GetElementsResult> Get(const GetElementsRequest& req) {
-    const absl::Duration timeout = absl::Milliseconds(req.timeout_ms() > 0 ? req.timeout_ms() : 1000);
-    const int64_t max_elements = req.max_elements() > 0 ? req.max_elements() : 1024;
-    const int64_t max_bytes = req.max_bytes() > 0 ? req.max_bytes() : (8 << 20);
+  absl::StatusOr<GetElementsResult> Get(const GetElementsRequest& req, bool remote_peer) {
+    absl::StatusOr<GetElementsResult> result = def_.num_consumers() > 0 ? GetRound(req)
+                                               : def_.cross_trainer_cache() ? GetCached(req)
+                                                                            : GetShared(req);
+    if (result.ok() && !result->elements.empty()) result->compress = ShouldCompressFor(*result, remote_peer);
+    return result;
+  }
+
+  TaskStats Stats() {
+    TaskStats s;
+    {
+      absl::MutexLock lock(&mu_);
+      if (window_) {
+        s.window_bytes = window_->bytes();
+        s.window_peak_bytes = window_->peak_bytes();
+        s.window_max_bytes = window_->max_bytes();
+      }
+      s.round_elements_dropped = round_elements_dropped_;
+      s.late_elements = late_elements_;
+    }
+    absl::MutexLock lock(&compression_mu_);
+    s.auto_compress = auto_compress_;
+    return s;
+  }
+
+ private:
+  struct Limits {
+    absl::Time deadline;
+    int64_t max_elements, max_bytes;
+  };
+  static Limits LimitsOf(const GetElementsRequest& req) {
+    return Limits{absl::Now() + absl::Milliseconds(req.timeout_ms() > 0 ? req.timeout_ms() : 1000),
+                  req.max_elements() > 0 ? req.max_elements() : 1024, req.max_bytes() > 0 ? req.max_bytes() : (8 << 20)};
+  }
+  absl::Status StoppedError() const {
+    return absl::NotFoundError(absl::StrCat(TaskName(def_.task_id()), " was stopped on this worker"));
+  }
+  Element PopLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    buffered_bytes_ -= buffer_.front().bytes;
+    max_served_tag_ = std::max(max_served_tag_, buffer_.front().tag);
+    Element e = std::move(buffer_.front().element);
+    buffer_.pop_front();
+    ++next_index_;
+    return e;
+  }
+
+  // A plain task: each buffered element goes to whichever request comes first.
+  absl::StatusOr<GetElementsResult> GetShared(const GetElementsRequest& req) {
+    const Limits limits = LimitsOf(req);
     absl::MutexLock lock(&mu_);
     auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !buffer_.empty() || done_ || cancelled_; };
-    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+    mu_.AwaitWithDeadline(absl::Condition(&ready), limits.deadline);
     GetElementsResult result;
     result.first_index = next_index_;
-    if (cancelled_) return absl::NotFoundError(absl::StrCat(TaskName(def_.task_id()), " was stopped on this worker"));
+    if (cancelled_) return StoppedError();
     int64_t bytes = 0;
-    while (!buffer_.empty() && static_cast<int64_t>(result.elements.size()) < max_elements &&
-           (result.elements.empty() || bytes + buffer_.front().bytes <= max_bytes)) {
+    while (!buffer_.empty() && static_cast<int64_t>(result.elements.size()) < limits.max_elements &&
+           (result.elements.empty() || bytes + buffer_.front().bytes <= limits.max_bytes)) {
       bytes += buffer_.front().bytes;
-      buffered_bytes_ -= buffer_.front().bytes;
-      max_served_tag_ = std::max(max_served_tag_, buffer_.front().tag);
-      result.elements.push_back(std::move(buffer_.front().element));
-      buffer_.pop_front();
+      result.elements.push_back(PopLocked());
     }
-    next_index_ += static_cast<int64_t>(result.elements.size());
     if (buffer_.empty() && done_) {
       if (!error_.ok() && result.elements.empty()) return error_;
       result.end_of_sequence = error_.ok();
@@ -158,7 +204,139 @@ class Worker::Task {
     return result;
   }
 
- private:
+  // Cross-trainer cache: every trainer reads the whole stream from its cursor over the window.
+  absl::StatusOr<GetElementsResult> GetCached(const GetElementsRequest& req) {
+    if (req.trainer_id().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(TaskName(def_.task_id()), " belongs to a cross-trainer cache job: requests need a trainer id"));
+    }
+    const Limits limits = LimitsOf(req);
+    const std::string& trainer = req.trainer_id();
+    absl::MutexLock lock(&mu_);
+    GetElementsResult result;
+    while (true) {
+      if (cancelled_) return StoppedError();
+      if (!window_error_.ok()) return window_error_;
+      if (!window_->AtEnd(trainer)) break;
+      if (!buffer_.empty()) {
+        // Grow the window: one element (evicting if it must), then more while nothing is evicted.
+        int64_t moved = 0;
+        do {
+          const int64_t bytes = buffer_.front().bytes;
+          if (auto st = window_->Push(PopLocked(), bytes); !st.ok()) {
+            window_error_ = absl::InvalidArgumentError(absl::StrCat(TaskName(def_.task_id()), ": ", st.message()));
+            spdlog::error("worker: {}", std::string(window_error_.message()));
+            return window_error_;
+          }
+          ++moved;
+        } while (!buffer_.empty() && moved < limits.max_elements &&
+                 window_->bytes() + buffer_.front().bytes <= window_->max_bytes());
+        continue;
+      }
+      if (done_) {
+        if (!error_.ok()) return error_;
+        result.first_index = window_->end();
+        result.end_of_sequence = true;
+        return result;
+      }
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !buffer_.empty() || done_ || cancelled_; };
+      if (!mu_.AwaitWithDeadline(absl::Condition(&ready), limits.deadline)) {
+        result.first_index = window_->end();
+        return result;  // nothing yet: the reader asks again
+      }
+    }
+    CrossTrainerWindow::Read read = window_->Take(trainer, limits.max_elements, limits.max_bytes);
+    if (read.skipped > 0) {
+      spdlog::info("worker: {}: trainer \"{}\" fell out of the cross-trainer cache window and skipped {} element(s)",
+                   TaskName(def_.task_id()), trainer, read.skipped);
+    }
+    result.elements = std::move(read.elements);
+    result.first_index = read.first_index;
+    result.elements_skipped = read.skipped;
+    return result;
+  }
+
+  // Coordinated reads: consumer i's element of the round (see round_buffer.h).
+  absl::StatusOr<GetElementsResult> GetRound(const GetElementsRequest& req) {
+    const int consumer = req.consumer_index();
+    if (consumer < 0 || consumer >= def_.num_consumers() || req.round_index() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(TaskName(def_.task_id()), ": consumer ", consumer, " of round ",
+                                                     req.round_index(), " is outside this job's ",
+                                                     def_.num_consumers(), " consumers"));
+    }
+    const Limits limits = LimitsOf(req);
+    const int64_t round = req.round_index();
+    absl::MutexLock lock(&mu_);
+    rounds_->Touch(consumer);
+    GetElementsResult result;
+    result.first_index = round;
+    while (true) {
+      if (cancelled_) return StoppedError();
+      const absl::Time now = absl::Now();
+      if (const int64_t dropped = rounds_->Expire(now, config_.round_expiry); dropped > 0) {
+        // Logged the first time; later drops only count (TaskStats).
+        if (round_elements_dropped_ == 0) {
+          spdlog::warn("worker: {}: dropped {} element(s) of rounds open for more than {} (their consumers stopped "
+                     "asking; later drops are not logged)",
+                       TaskName(def_.task_id()), dropped, absl::FormatDuration(config_.round_expiry));
+        }
+        round_elements_dropped_ += dropped;
+      }
+      size_t needed = 1;
+      if (rounds_->Known(round)) {
+        if (auto e = rounds_->Take(round, consumer)) {
+          result.elements.push_back(*std::move(e));
+          return result;
+        }
+        if (!buffer_.empty()) {  // late: the stream's next element, still from this worker
+          ++late_elements_;
+          result.elements.push_back(PopLocked());
+          return result;
+        }
+      } else {
+        needed = static_cast<size_t>(rounds_->NumPresent());
+        // Untaken elements of open rounds are bounded like the buffer; past it, wait for expiry.
+        if (buffer_.size() >= needed && rounds_->bytes() < config_.buffer_bytes) {
+          std::vector<Element> elements;
+          for (size_t i = 0; i < needed; ++i) elements.push_back(PopLocked());
+          rounds_->Open(round, std::move(elements), now);
+          continue;
+        }
+      }
+      if (done_ && buffer_.size() < needed) {
+        if (!error_.ok()) return error_;
+        return absl::FailedPreconditionError(absl::StrCat(
+            TaskName(def_.task_id()), ": the pipeline ended, but coordinated reads need an infinite pipeline"));
+      }
+      if (now >= limits.deadline) return result;  // nothing yet: the reader asks again
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffer_.size() >= needed || done_ || cancelled_; };
+      // Wake up now and then: expiry frees room without any other change.
+      mu_.AwaitWithDeadline(absl::Condition(&ready), std::min(limits.deadline, now + absl::Milliseconds(50)));
+    }
+  }
+
+  // Whether this response should travel compressed (the dataset's choice; AUTO measures once).
+  bool ShouldCompressFor(const GetElementsResult& result, bool remote_peer) {
+    switch (def_.compression()) {
+      case COMPRESSION_SNAPPY: return true;
+      case COMPRESSION_AUTO: break;
+      default: return false;
+    }
+    if (!remote_peer) return false;  // loopback moves bytes faster than snappy compresses them
+    absl::MutexLock lock(&compression_mu_);
+    if (!auto_compress_) {
+      const CompressionSample s = MeasureSnappy(result.elements);
+      auto_compress_ = ShouldCompress(s, config_.link_bytes_per_s);
+      spdlog::info("worker: {} (dataset {}, compression auto): snappy ratio {:.2f} on {} bytes, compresses {:.0f} MB/s, "
+                   "decompresses {:.0f} MB/s; link {:.0f} MB/s -> {} (estimated {:.0f} MB/s compressed)",
+                   TaskName(def_.task_id()), def_.dataset_id(), s.ratio, s.bytes, s.compress_bytes_per_s / 1e6,
+                   s.decompress_bytes_per_s / 1e6, config_.link_bytes_per_s / 1e6,
+                   *auto_compress_ ? "compressing" : "not compressing",
+                   CompressedThroughput(s, config_.link_bytes_per_s) / 1e6);
+    }
+    return *auto_compress_;
+  }
+
   struct Buffered {
     Element element;
     int64_t bytes;
@@ -254,6 +432,13 @@ class Worker::Task {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<CrossTrainerWindow> window_ ABSL_GUARDED_BY(mu_);  // cross-trainer cache only
+  absl::Status window_error_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<RoundBuffer> rounds_ ABSL_GUARDED_BY(mu_);  // coordinated reads only
+  int64_t round_elements_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t late_elements_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Mutex compression_mu_;
+  std::optional<bool> auto_compress_ ABSL_GUARDED_BY(compression_mu_);
   std::thread thread_;
 };
 
@@ -296,6 +481,14 @@ std::shared_ptr<Worker> Worker::FindLocal(const std::string& address) {
   return it == LocalWorkers().end() ? nullptr : it->second.lock();
 }
 
+bool Worker::AnyLocal() {
+  absl::MutexLock lock(&g_local_mu);
+  for (const auto& [address, w] : LocalWorkers()) {
+    if (!w.expired()) return true;
+  }
+  return false;
+}
+
 absl::Duration Worker::IdleFor(absl::Time now) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [id, task] : tasks_) {
@@ -304,23 +497,38 @@ absl::Duration Worker::IdleFor(absl::Time now) const {
   return now - last_busy_;
 }
 
+std::vector<int64_t> Worker::TaskIds() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<int64_t> ids;
+  for (const auto& [id, task] : tasks_) ids.push_back(id);
+  return ids;
+}
+
 size_t Worker::NumTasks() const {
   absl::MutexLock lock(&mu_);
   return tasks_.size();
 }
 
-absl::StatusOr<GetElementsResult> Worker::GetElements(const GetElementsRequest& req) {
-  std::shared_ptr<Task> task;
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopped_) return absl::UnavailableError(absl::StrCat("worker ", config_.worker_address, " is shutting down"));
-    auto it = tasks_.find(req.task_id());
-    if (it == tasks_.end()) {
-      return absl::NotFoundError(absl::StrCat("worker ", config_.worker_address, " has no ", TaskName(req.task_id())));
-    }
-    task = it->second;
+absl::StatusOr<std::shared_ptr<Worker::Task>> Worker::FindTask(int64_t task_id) const {
+  absl::MutexLock lock(&mu_);
+  if (stopped_) return absl::UnavailableError(absl::StrCat("worker ", config_.worker_address, " is shutting down"));
+  auto it = tasks_.find(task_id);
+  if (it == tasks_.end()) {
+    return absl::NotFoundError(absl::StrCat("worker ", config_.worker_address, " has no ", TaskName(task_id)));
   }
-  return task->Get(req);
+  return it->second;
+}
+
+absl::StatusOr<GetElementsResult> Worker::GetElements(const GetElementsRequest& req, bool remote_peer) {
+  auto task = FindTask(req.task_id());
+  if (!task.ok()) return task.status();
+  return (*task)->Get(req, remote_peer);
+}
+
+absl::StatusOr<TaskStats> Worker::Stats(int64_t task_id) const {
+  auto task = FindTask(task_id);
+  if (!task.ok()) return task.status();
+  return (*task)->Stats();
 }
 
 void Worker::HeartbeatLoop() {
@@ -349,6 +557,7 @@ absl::Status Worker::Heartbeat() {
   absl::MutexLock hb(&heartbeat_mu_);
   WorkerHeartbeatRequest req;
   req.set_worker_address(config_.worker_address);
+  for (const std::string& t : config_.tags) req.add_worker_tags(t);
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, task] : tasks_) {

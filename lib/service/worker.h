@@ -13,6 +13,8 @@
 
 #include <deque>
 #include <map>
+#include <optional>
+#include <vector>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,6 +41,23 @@ struct WorkerConfig {
   // distributed_epoch: how long a task keeps asking an unreachable dispatcher for splits before
   // it fails (heartbeats are retried for as long as the worker runs).
   absl::Duration dispatcher_retry = absl::Seconds(30);
+  // Sent with heartbeats; readers can pick workers by tag (ReaderOptions::worker_tag).
+  std::vector<std::string> tags;
+  // Cross-trainer cache: the byte bound of each such task's sliding window.
+  int64_t cross_trainer_cache_bytes = 256 << 20;
+  // Coordinated reads: a round open this long drops the elements no consumer took (and treats
+  // those consumers as gone until they ask again), so a stopped consumer does not hold the
+  // others back for longer.
+  absl::Duration round_expiry = absl::Seconds(30);
+  // COMPRESSION_AUTO: the transfer rate assumed to readers on other hosts (bytes/s).
+  double link_bytes_per_s = 1.25e9;  // 10 Gbit/s
+};
+
+// A task's counters, for tests and logs.
+struct TaskStats {
+  int64_t window_bytes = 0, window_peak_bytes = 0, window_max_bytes = 0;  // cross-trainer cache
+  int64_t round_elements_dropped = 0, late_elements = 0;               // coordinated reads
+  std::optional<bool> auto_compress;                                     // COMPRESSION_AUTO's decision
 };
 
 class Worker : public std::enable_shared_from_this<Worker> {
@@ -54,11 +73,15 @@ class Worker : public std::enable_shared_from_this<Worker> {
   void Start();
   void Stop();
 
-  absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req);
+  // `remote_peer`: the request came from another host (COMPRESSION_AUTO compresses only then).
+  absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req, bool remote_peer = false);
+  // NotFound for a task the worker does not run.
+  absl::StatusOr<TaskStats> Stats(int64_t task_id) const;
 
   const std::string& address() const { return config_.worker_address; }
   // Number of tasks the worker runs (tests).
   size_t NumTasks() const;
+  std::vector<int64_t> TaskIds() const;
   // How long the worker has had nothing to do (no task, or only tasks whose streams were served to
   // the end) as of `now`, measured at its heartbeats; from its start if it never had work. For
   // --exit-when-idle.
@@ -68,6 +91,8 @@ class Worker : public std::enable_shared_from_this<Worker> {
 
   // The worker of this process listening at `address`, if any (the "local" data plane).
   static std::shared_ptr<Worker> FindLocal(const std::string& address);
+  // Whether this process runs any worker (--target-workers auto reads locally then).
+  static bool AnyLocal();
 
  private:
   class Task;
@@ -76,6 +101,8 @@ class Worker : public std::enable_shared_from_this<Worker> {
   WorkerConfig config_;  // worker_address is fixed once Start() ran
   const std::unique_ptr<DispatcherClient> dispatcher_;
   mutable absl::Mutex mu_;
+  absl::StatusOr<std::shared_ptr<Task>> FindTask(int64_t task_id) const;
+
   std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;
