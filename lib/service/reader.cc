@@ -166,7 +166,8 @@ absl::Status Reader::HeartbeatOnce() {
     }
   }
   iteration_finished_ = resp.iteration_finished();
-  if (resp.tasks_size() > 0 && listed_tasks_.empty() && tasks_.empty()) {
+  only_untargeted_ = resp.tasks_size() > 0 && listed_tasks_.empty() && tasks_.empty();
+  if (only_untargeted_) {
     const absl::Time now = absl::Now();
     untargeted_since_ = std::min(untargeted_since_, now);
     if (now - untargeted_since_ > options_.untargeted_timeout) {
@@ -200,7 +201,7 @@ void Reader::HeartbeatLoop() {
 }
 
 bool Reader::DoneLocked() const {
-  if (!heard_) return false;
+  if (!heard_ || only_untargeted_) return false;  // nothing to read yet: wait for a targeted worker (or the error)
   bool all_ended = true;
   for (int64_t id : listed_tasks_) all_ended = all_ended && tasks_.at(id).ended;
   // No tasks yet means no worker has joined: wait, unless the iteration has already finished.

@@ -150,6 +150,7 @@ class Reader {
   TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
   // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
   absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool only_untargeted_ ABSL_GUARDED_BY(mu_) = false;  // the job has tasks, none of them targeted
   uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;
 };

@@ -219,8 +219,9 @@ class Worker::Task {
       if (!window_error_.ok()) return window_error_;
       if (!window_->AtEnd(trainer)) break;
       if (!buffer_.empty()) {
-        // Grow the window: one element (evicting if it must), then more while nothing is evicted.
-        int64_t moved = 0;
+        // Grow the window by up to half of it per request: enough for big responses, never so
+        // much that it evicts what this trainer is about to read.
+        int64_t moved = 0, moved_bytes = 0;
         do {
           const int64_t bytes = buffer_.front().bytes;
           if (auto st = window_->Push(PopLocked(), bytes); !st.ok()) {
@@ -229,8 +230,9 @@ class Worker::Task {
             return window_error_;
           }
           ++moved;
+          moved_bytes += bytes;
         } while (!buffer_.empty() && moved < limits.max_elements &&
-                 window_->bytes() + buffer_.front().bytes <= window_->max_bytes());
+                 moved_bytes + buffer_.front().bytes <= window_->max_bytes() / 2);
         continue;
       }
       if (done_) {
