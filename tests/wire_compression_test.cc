@@ -121,11 +121,18 @@ TEST_CASE("wire compression: auto compresses compressible streams on slow links 
   CHECK(zeros.ratio < 0.1);
   CHECK(noise.ratio > 0.95);
   CHECK(zeros.compress_bytes_per_s > 0);
-  const double gigabit = 125e6, loopback = 50e9;
-  CHECK(ShouldCompress(zeros, gigabit));
-  CHECK_FALSE(ShouldCompress(noise, gigabit));
-  CHECK_FALSE(ShouldCompress(zeros, loopback));  // faster than snappy can compress
+  CHECK(zeros.decompress_bytes_per_s > 0);
+  CHECK(zeros.bytes > 0);
+  // The rule itself, on fixed figures (measured speeds depend on the machine's load).
+  const double gigabit = 125e6, loopback = 20e9;
+  const CompressionSample text{1 << 20, 0.4, 500e6, 1500e6};
+  const CompressionSample random{1 << 20, 1.0, 800e6, 3000e6};
+  CHECK(ShouldCompress(text, gigabit));                // 125 MB/s -> min(500, 1500, 312) MB/s
+  CHECK_FALSE(ShouldCompress(random, gigabit));        // saves nothing
+  CHECK_FALSE(ShouldCompress(text, 450e6));            // 450 -> min(500, 1500, 1125) = 500: not 20% better
+  CHECK_FALSE(ShouldCompress(text, loopback));         // faster than snappy compresses
   CHECK_FALSE(ShouldCompress(CompressionSample{}, gigabit));
+  CHECK(CompressedThroughput(text, gigabit) == Approx(312.5e6));
 }
 
 TEST_CASE("wire compression: flag names", "[compression]") {

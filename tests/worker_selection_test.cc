@@ -169,7 +169,7 @@ TEST_CASE("compression: snappy datasets travel compressed and read back the same
 TEST_CASE("compression: auto measures the stream and compresses for remote readers when it pays", "[compression]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
-  config.link_bytes_per_s = 125e6;  // 1 Gbit/s
+  config.link_bytes_per_s = 1e6;  // a slow link: snappy beats it even on a loaded machine
   cluster.set_worker_config(config);
   cluster.AddWorker();
   const std::string zeros = cluster.Register(kZeros, "", service::COMPRESSION_AUTO);
