@@ -14,89 +14,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/process_util.h"
 #include "tests/test_util.h"
 
 using namespace tfdata::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// A tfdata process in the background; stdout and stderr go to files. Killed (SIGKILL) by the
-// destructor if still running.
-class Process {
- public:
-  Process(const std::vector<std::string>& args, const std::string& log_prefix) : out_(log_prefix + ".out"), err_(log_prefix + ".err") {
-    pid_ = fork();
-    if (pid_ == 0) {
-      int in = open("/dev/null", O_RDONLY);
-      int out = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(in, 0);
-      dup2(out, 1);
-      dup2(err, 2);
-      std::vector<char*> argv;
-      std::string bin = TFDATA_BINARY;
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (auto& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      Wait();
-    }
-  }
-  void Signal(int sig) { kill(pid_, sig); }
-  // Exit code, or -signal.
-  int Wait() {
-    if (!exited_) {
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      exited_ = true;
-      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    }
-    return code_;
-  }
-  std::string out() const { return ReadFile(out_); }
-  std::string err() const { return ReadFile(err_); }
-
- private:
-  std::string out_, err_;
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  int code_ = 0;
-};
-
-// Waits for a --port-file to appear; returns the port.
-std::string WaitForPort(const std::string& path) {
-  for (int i = 0; i < 1000; ++i) {
-    std::ifstream in(path);
-    std::string port;
-    if (in >> port) return port;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  FAIL("no port file " << path);
-  return "";
-}
-
-// `n` worker processes (logs and port files w0, w1, ... in `dir`), registered with the dispatcher
-// at `addr` by the time this returns.
-std::vector<std::unique_ptr<Process>> StartWorkers(const TempDir& dir, const std::string& addr, int n) {
-  std::vector<std::unique_ptr<Process>> workers;
-  for (int i = 0; i < n; ++i) {
-    const std::string port = dir.Join("w" + std::to_string(i) + ".port");
-    workers.push_back(std::make_unique<Process>(
-        std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file", port, "--heartbeat-interval", "100ms"},
-        dir.Join("w" + std::to_string(i))));
-    WaitForPort(port);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their first heartbeats
-  return workers;
-}
 
 // A --fault-tolerant dispatcher on 127.0.0.1:`port` (0: any) keeping its journal in `work`; its
 // port goes to dir/d.port, its output to dir/`log`.*.

@@ -1,0 +1,39 @@
+#include "tests/process_util.h"
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+namespace tfdata::testing {
+
+// Waits for a --port-file to appear; returns the port.
+std::string WaitForPort(const std::string& path) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream in(path);
+    std::string port;
+    if (in >> port) return port;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  FAIL("no port file " << path);
+  return "";
+}
+
+// `n` worker processes (logs and port files w0, w1, ... in `dir`), registered with the dispatcher
+// at `addr` by the time this returns.
+std::vector<std::unique_ptr<Process>> StartWorkers(const TempDir& dir, const std::string& addr, int n,
+                                                   const std::vector<std::string>& extra) {
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int i = 0; i < n; ++i) {
+    const std::string port = dir.Join("w" + std::to_string(i) + ".port");
+    std::vector<std::string> args{"worker", "--dispatcher", addr, "--port-file", port, "--heartbeat-interval", "100ms"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    workers.push_back(std::make_unique<Process>(args, dir.Join("w" + std::to_string(i))));
+    WaitForPort(port);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their first heartbeats
+  return workers;
+}
+
+}  // namespace tfdata::testing

@@ -1,0 +1,77 @@
+// Tests with real processes started from the built binary: a background process with its output
+// in files, port files, a set of workers. Not thread-safe: one test thread drives them.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace tfdata::testing {
+
+// A tfdata process in the background; stdout and stderr go to files. Killed (SIGKILL) by the
+// destructor if still running.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const std::string& log_prefix) : out_(log_prefix + ".out"), err_(log_prefix + ".err") {
+    pid_ = fork();
+    if (pid_ == 0) {
+      int in = open("/dev/null", O_RDONLY);
+      int out = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(in, 0);
+      dup2(out, 1);
+      dup2(err, 2);
+      std::vector<char*> argv;
+      std::string bin = TFDATA_BINARY;
+      argv.push_back(bin.data());
+      std::vector<std::string> copy = args;
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+  // Exit code, or -signal.
+  int Wait() {
+    if (!exited_) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      exited_ = true;
+      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    }
+    return code_;
+  }
+  std::string out() const { return ReadFile(out_); }
+  std::string err() const { return ReadFile(err_); }
+
+ private:
+  std::string out_, err_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int code_ = 0;
+};
+
+// Waits for a --port-file to appear; returns the port.
+std::string WaitForPort(const std::string& path);
+
+// `n` worker processes (logs and port files w0, w1, ... in `dir`), registered with the dispatcher
+// at `addr` by the time this returns; `extra` flags go to every worker.
+std::vector<std::unique_ptr<Process>> StartWorkers(const TempDir& dir, const std::string& addr, int n,
+                                                   const std::vector<std::string>& extra = {});
+
+}  // namespace tfdata::testing
