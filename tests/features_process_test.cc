@@ -111,3 +111,16 @@ TEST_CASE("processes: worker tags, --worker-tag and --compression", "[service][p
   CHECK(target.exit_code == 2);
   CHECK_THAT(target.err, Catch::Contains("any, local, auto"));
 }
+
+TEST_CASE("processes: the feature examples under examples/service run", "[service][process][examples]") {
+  for (const char* name : {"coordinated_reads", "cross_trainer_cache", "compression", "worker_tags"}) {
+    INFO(name);
+    auto r = RunCommand({"/bin/bash", "-c",
+                         std::string("cd '") + TFDATA_SOURCE_DIR + "' && TFDATA='" + TFDATA_BINARY +
+                             "' bash examples/service/" + name + ".sh"});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_FALSE(r.out.empty());
+    CHECK(r.err.find("error") == std::string::npos);
+  }
+}
