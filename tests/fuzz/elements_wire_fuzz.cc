@@ -1,7 +1,7 @@
 // libFuzzer target for the GetElements response decoder (what a reader accepts from a worker):
 // arbitrary bytes, cut into pieces at data-chosen points as a transport would, must decode or fail
 // cleanly; however they are cut, the result must be the same; what decodes must re-encode to bytes
-// that decode to the same elements.
+// that decode to the same elements, plain and snappy-compressed.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,14 +24,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto b = DecodeElements(pieces);
   if (a.ok() != b.ok()) std::abort();
   if (!a.ok()) return 0;
-  if (a->elements != b->elements || a->end_of_sequence != b->end_of_sequence || a->first_index != b->first_index) {
+  if (a->elements != b->elements || a->end_of_sequence != b->end_of_sequence || a->first_index != b->first_index ||
+      a->elements_skipped != b->elements_skipped) {
     std::abort();
   }
-  auto encoded = tfdata::service::EncodeElements(*a);
-  if (!encoded.ok()) std::abort();
-  std::vector<std::span<const uint8_t>> ranges;
-  for (const auto& [p, n] : encoded->ranges) ranges.emplace_back(static_cast<const uint8_t*>(p), n);
-  auto c = DecodeElements(ranges);
-  if (!c.ok() || c->elements != a->elements || c->end_of_sequence != a->end_of_sequence) std::abort();
+  // Re-encoded plain and snappy-compressed (field 4), both decode to the same result.
+  for (bool compress : {false, true}) {
+    tfdata::service::GetElementsResult copy = *a;
+    copy.compress = compress;
+    auto encoded = tfdata::service::EncodeElements(std::move(copy));
+    if (!encoded.ok()) std::abort();
+    std::vector<std::span<const uint8_t>> ranges;
+    for (const auto& [p, n] : encoded->ranges) ranges.emplace_back(static_cast<const uint8_t*>(p), n);
+    auto c = DecodeElements(ranges);
+    if (!c.ok() || c->elements != a->elements || c->end_of_sequence != a->end_of_sequence ||
+        c->elements_skipped != a->elements_skipped) {
+      std::abort();
+    }
+  }
   return 0;
 }
