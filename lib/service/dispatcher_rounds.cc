@@ -56,16 +56,16 @@ absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
 }
 
 absl::Status Dispatcher::CheckInfinite(const pipeline::Pipeline& pipeline) {
+  // A last `repeat` without a count never ends, whatever precedes it: accepted without building
+  // the pipeline here (its files may exist only on the workers).
+  if (!pipeline.op().empty()) {
+    const pipeline::Op& last = *pipeline.op().rbegin();
+    if (last.has_repeat() && (!last.repeat().has_count() || last.repeat().count() < 0)) return absl::OkStatus();
+  }
   auto dataset = BuildDataset(pipeline, BuildOptions{});
   if (!dataset.ok()) return dataset.status();
   const int64_t n = (*dataset)->Cardinality();
   if (n == Dataset::kInfinite) return absl::OkStatus();
-  // A repeat without a count over a source of unknown size (filter, text files) never ends either.
-  const bool repeats_forever = !pipeline.op().empty() && pipeline.op().rbegin()->has_repeat() &&
-                               pipeline.op().rbegin()->repeat().count() < 0;
-  const bool repeats_forever_unset = !pipeline.op().empty() && pipeline.op().rbegin()->has_repeat() &&
-                                     !pipeline.op().rbegin()->repeat().has_count();
-  if (n == Dataset::kUnknown && (repeats_forever || repeats_forever_unset)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "the pipeline must be infinite (end it with `op { repeat {} }`), but it has ",
       n >= 0 ? absl::StrCat(n, " element(s)") : std::string("an unknown number of elements")));
