@@ -6,18 +6,13 @@
 
 #include "lib/core/element_codec.h"
 #include "lib/service/elements_wire.h"
+#include "tests/wire_util.h"
 #include "proto/service.pb.h"
 
 namespace tfdata::service {
 namespace {
 
-std::string Join(const EncodedElements& e) {
-  std::string out;
-  for (const auto& [p, n] : e.ranges) out.append(static_cast<const char*>(p), n);
-  return out;
-}
 
-std::span<const uint8_t> Bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 GetElementsResult Sample() {
   GetElementsResult r;

@@ -7,18 +7,13 @@
 
 #include "lib/core/element_codec.h"
 #include "lib/service/elements_wire.h"
+#include "tests/wire_util.h"
 #include "lib/service/wire_compression.h"
 #include "proto/service.pb.h"
 
 namespace tfdata::service {
 namespace {
 
-std::string Join(const EncodedElements& e) {
-  std::string out;
-  for (const auto& [p, n] : e.ranges) out.append(static_cast<const char*>(p), n);
-  return out;
-}
-std::span<const uint8_t> Bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 absl::StatusOr<GetElementsResult> Decode(const std::string& s) {
   return DecodeElements(std::vector<std::span<const uint8_t>>{Bytes(s)});
 }

@@ -55,12 +55,7 @@ void CoordinatedReader::Close() {
   }
   for (auto& t : threads_) t.join();
   threads_.clear();
-  ReleaseClientRequest req;
-  req.set_client_id(client_id_);
-  ReleaseClientResponse resp;
-  if (auto st = dispatcher_->ReleaseClient(req, &resp); !st.ok()) {
-    spdlog::debug("coordinated reader: releasing {} failed: {}", ClientName(client_id_), st.ToString());
-  }
+  ReleaseClientQuietly(*dispatcher_, client_id_);
 }
 
 int64_t CoordinatedReader::rounds_substituted() const {

@@ -23,4 +23,8 @@ class DispatcherClient {
   virtual absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) = 0;
 };
 
+// A reader's last call: releases its client at the dispatcher. A failure only logs (at debug):
+// the dispatcher releases silent clients after --client-timeout anyway.
+void ReleaseClientQuietly(DispatcherClient& dispatcher, int64_t client_id);
+
 }  // namespace tfdata::service

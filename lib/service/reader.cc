@@ -80,12 +80,7 @@ void Reader::Close() {
   }
   for (auto& t : threads_) t.join();
   threads_.clear();
-  ReleaseClientRequest req;
-  req.set_client_id(client_id_);
-  ReleaseClientResponse resp;
-  if (auto st = dispatcher_->ReleaseClient(req, &resp); !st.ok()) {
-    spdlog::debug("reader: releasing {} failed: {}", ClientName(client_id_), st.ToString());
-  }
+  ReleaseClientQuietly(*dispatcher_, client_id_);
 }
 
 int64_t Reader::tasks_dropped() const {
