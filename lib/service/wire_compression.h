@@ -28,7 +28,8 @@ struct CompressionSample {
   double compress_bytes_per_s = 0;    // of uncompressed input, one thread
   double decompress_bytes_per_s = 0;  // of uncompressed output, one thread
 };
-// Compresses and decompresses (up to 4 MiB of) the elements' frames, timing both.
+// Compresses and decompresses (up to 4 MiB of) the elements' frames, keeping the fastest of 5
+// timed runs (costs ~10-40 ms once per task).
 CompressionSample MeasureSnappy(const std::vector<Element>& elements);
 
 // COMPRESSION_AUTO's rule. Sending uncompressed moves data at the link's rate; compressed, the
