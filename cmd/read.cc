@@ -67,12 +67,17 @@ int RunRead(const ReadFlags& f) {
     dataset_id = *id;
   }
   if (f.num_consumers > 0) {
-    if (*mode != service::PARALLEL_EPOCHS) return Fail("coordinated reads need --mode parallel_epochs", kExitUsage);
+    if (*mode != service::PARALLEL_EPOCHS && *mode != service::DISTRIBUTED_EPOCH) {
+      return Fail("coordinated reads need --mode parallel_epochs or distributed_epoch (static sharding pins each "
+                  "reader to its local worker)",
+                  kExitUsage);
+    }
     service::CoordinatedReadOptions options;
     options.dataset_id = dataset_id;
     options.job_name = f.job_name;
     options.num_consumers = f.num_consumers;
     options.consumer_index = f.consumer_index;
+    options.mode = *mode;
     options.max_outstanding_rounds = f.max_outstanding_requests;
     auto reader =
         service::CoordinatedReader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address));

@@ -33,8 +33,10 @@ std::string VaryingLengthPipeline(const TempDir& dir) {
 }
 
 std::unique_ptr<CoordinatedReader> NewConsumer(TestCluster& cluster, const std::string& dataset, int n, int i,
-                                               const std::string& job = "coordinated") {
+                                               const std::string& job = "coordinated",
+                                               service::ProcessingMode mode = service::PARALLEL_EPOCHS) {
   service::CoordinatedReadOptions o;
+  o.mode = mode;
   o.dataset_id = dataset;
   o.job_name = job;
   o.num_consumers = n;
@@ -129,6 +131,46 @@ TEST_CASE("coordinated reads: consumers get distinct elements of the round", "[c
       CHECK(seen[info.worker_address].insert(e[0].GetAsInt64(0)).second);
     }
   }
+}
+
+TEST_CASE("coordinated reads: distributed_epoch rounds come from one worker, each split from one worker", "[coordinated]") {
+  // Dynamic sharding: the 3 workers share range(0, 10^8)'s splits of 65536 elements, batched by 64
+  // so no batch spans two splits. The reads stay far inside the first epoch (workers run ahead into
+  // a second epoch only after 10^8 elements), so no value may come twice, and no split may be
+  // served by two workers (in parallel_epochs every worker would serve split 0).
+  TestCluster cluster(3);
+  const std::string ds = cluster.Register(
+      "op { range { stop: 100000000 } } op { batch { batch_size: 64 } } op { repeat {} }");
+  std::vector<std::unique_ptr<CoordinatedReader>> consumers;
+  for (int i = 0; i < 3; ++i) consumers.push_back(NewConsumer(cluster, ds, 3, i, "dyn", service::DISTRIBUTED_EPOCH));
+  std::set<int64_t> firsts;                   // first value of each batch read
+  std::map<int64_t, std::string> split_worker;  // split index -> the worker that served it
+  std::map<std::string, int> per_worker;       // rounds served
+  std::vector<RoundInfo> infos(consumers.size());
+  const int kRounds = 300;
+  for (int k = 0; k < kRounds; ++k) {
+    for (size_t c = 0; c < consumers.size(); ++c) {
+      Element e;
+      auto more = consumers[c]->Next(&e, &infos[c]);
+      INFO(more.status().ToString());
+      REQUIRE(more.ok());
+      REQUIRE(*more);
+      REQUIRE(infos[c].round == k);
+      CHECK(!infos[c].substituted);
+      const int64_t first = e[0].GetAsInt64(0);
+      INFO("round " << k << " consumer " << c << " worker " << infos[c].worker_address << " value " << first);
+      CHECK(first % 64 == 0);
+      CHECK(firsts.insert(first).second);
+      auto [it, inserted] = split_worker.try_emplace(first / 65536, infos[c].worker_address);
+      CHECK(it->second == infos[c].worker_address);
+    }
+    for (const RoundInfo& info : infos) CHECK(info.worker_address == infos[0].worker_address);
+    ++per_worker[infos[0].worker_address];
+  }
+  CHECK(firsts.size() == 3 * kRounds);
+  REQUIRE(per_worker.size() == 3);  // every worker got splits and serves its turn
+  for (const auto& [w, n] : per_worker) CHECK(n == kRounds / 3);
+  CHECK(split_worker.size() >= 3);
 }
 
 TEST_CASE("coordinated reads: a worker that joins mid-run enters the rotation at a later round", "[coordinated]") {
@@ -241,6 +283,17 @@ TEST_CASE("coordinated reads: clear errors for bad options and finite pipelines"
   auto other_n = create(infinite, "j", 3, 1);
   REQUIRE(absl::IsInvalidArgument(other_n.status()));
   CHECK(std::string(other_n.status().message()).find("num_consumers 2") != std::string::npos);
+  {
+    service::CoordinatedReadOptions o;
+    o.dataset_id = infinite;
+    o.job_name = "static";
+    o.num_consumers = 2;
+    o.mode = service::SHARD_DATA;
+    auto pinned = CoordinatedReader::Create(o, cluster.NewDispatcherClient());
+    REQUIRE(absl::IsInvalidArgument(pinned.status()));
+    CHECK(std::string(pinned.status().message()).find("parallel_epochs or distributed_epoch, not SHARD_DATA") !=
+          std::string::npos);
+  }
   // A plain reader of a coordinated job is refused the same way.
   auto plain = cluster.NewReader(infinite, "j");
   REQUIRE(absl::IsInvalidArgument(plain.status()));

@@ -1,6 +1,7 @@
 // Coordinated reads, the cross-trainer cache, compression and worker tags through the binary.
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -56,6 +57,20 @@ TEST_CASE("processes: coordinated reads through tfdata read, and their flag erro
     CHECK(r.exit_code == 0);
     CHECK(Lines(r.out) == 12);
   }
+  // distributed_epoch: the two workers share the splits, so the consumers' values never repeat.
+  std::set<std::string> values;
+  for (const char* i : {"0", "1"}) {
+    auto r = c.Read(ds, {"--job-name", "dyn", "--mode", "distributed_epoch", "--num-consumers", "2",
+                         "--consumer-index", i, "--take", "12", "-q"});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(Lines(r.out) == 12);
+    std::istringstream lines(r.out);
+    for (std::string v; std::getline(lines, v);) CHECK(values.insert(v).second);
+  }
+  auto pinned = c.Read(ds, {"--job-name", "s", "--mode", "data", "--num-consumers", "2"});
+  CHECK(pinned.exit_code == 2);
+  CHECK_THAT(pinned.err, Catch::Contains("parallel_epochs or distributed_epoch"));
   const std::string finite = c.Register("op { range { stop: 5 } }");
   auto bounded = c.Read(finite, {"--job-name", "f", "--num-consumers", "2", "--consumer-index", "0"});
   CHECK(bounded.exit_code != 0);

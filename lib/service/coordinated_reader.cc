@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<CoordinatedReader>> CoordinatedReader::Create(
   std::unique_ptr<CoordinatedReader> r(new CoordinatedReader(std::move(options), std::move(dispatcher)));
   GetOrCreateJobRequest req;
   req.set_dataset_id(r->options_.dataset_id);
-  req.set_mode(PARALLEL_EPOCHS);
+  req.set_mode(r->options_.mode);
   req.set_job_name(r->options_.job_name);
   req.set_num_consumers(r->options_.num_consumers);
   req.set_consumer_index(r->options_.consumer_index);

@@ -34,6 +34,9 @@ struct CoordinatedReadOptions {
   std::string job_name;  // required: the consumers share the job by name
   int num_consumers = 0;
   int consumer_index = 0;
+  // parallel_epochs: every worker runs the whole pipeline; distributed_epoch: the workers share
+  // its splits, so the rounds together see each element of an epoch at most once.
+  ProcessingMode mode = PARALLEL_EPOCHS;
   std::string protocol = "grpc";  // data plane: "grpc" or "local"
   absl::Duration heartbeat_interval = absl::Milliseconds(200);
   // Rounds fetched ahead of Next(), at most (each round is one request).

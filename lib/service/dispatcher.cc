@@ -183,12 +183,12 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
     return absl::InvalidArgumentError(absl::StrCat("get or create job: unsupported processing mode ",
                                                    ProcessingMode_Name(req.mode())));
   }
+  if (auto st = CheckJobOptions(req); !st.ok()) return st;
   if (IsStaticSharding(req.mode()) && config_.worker_addresses.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "get or create job: mode ", ProcessingMode_Name(req.mode()),
         " (static sharding) needs a dispatcher started with --worker-addresses, the fixed list of workers"));
   }
-  if (auto st = CheckJobOptions(req); !st.ok()) return st;
   absl::MutexLock lock(&mu_);
   if (state_.FindDataset(req.dataset_id()) == nullptr) {
     return absl::NotFoundError(absl::StrCat("get or create job: unknown dataset \"", req.dataset_id(), "\""));

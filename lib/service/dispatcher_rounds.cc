@@ -29,9 +29,11 @@ absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
     if (req.job_name().empty()) {
       return absl::InvalidArgumentError("coordinated reads (--num-consumers) need a --job-name shared by the consumers");
     }
-    if (req.mode() != PARALLEL_EPOCHS) {
-      return absl::InvalidArgumentError(absl::StrCat("coordinated reads (--num-consumers) need --mode parallel_epochs, not ",
-                                                     ProcessingMode_Name(req.mode())));
+    // Static sharding pins each reader to its local worker; round robin needs all of them.
+    if (req.mode() != PARALLEL_EPOCHS && req.mode() != DISTRIBUTED_EPOCH) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "coordinated reads (--num-consumers) need --mode parallel_epochs or distributed_epoch, not ",
+          ProcessingMode_Name(req.mode())));
     }
     if (req.consumer_index() < 0 || req.consumer_index() >= req.num_consumers()) {
       return absl::InvalidArgumentError(absl::StrCat("--consumer-index ", req.consumer_index(),
