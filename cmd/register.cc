@@ -37,7 +37,7 @@ void AddRegisterCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--dataset-id", f->dataset_id, "Choose the dataset id (default: assigned)");
   sub->add_option("--compression", f->compression,
-                  "How workers send the elements: none, snappy (always compressed), auto (compressed when the worker "
+                  "How workers send the elements: none, snappy (compressed, but responses snappy cannot shrink by 1/8 travel plain), auto (compressed when the worker "
                   "measures that it makes the transfer faster; never to readers on its host)")
       ->capture_default_str();
   sub->callback([f, action] { *action = [f] { return RunRegister(*f); }; });

@@ -63,6 +63,33 @@ TEST_CASE("wire compression: compressed responses are protobuf and decode to the
   }
 }
 
+TEST_CASE("wire compression: a response snappy cannot shrink by an eighth travels plain", "[wire][compression]") {
+  GetElementsResult in;
+  in.elements = Incompressible(3);
+  in.compress = true;
+  const std::vector<Element> want = in.elements;
+  auto encoded = EncodeElements(in);
+  REQUIRE(encoded.ok());
+  GetElementsResponse proto;
+  REQUIRE(proto.ParseFromString(Join(*encoded)));
+  CHECK(proto.compressed_elements_size() == 0);
+  CHECK(proto.elements_size() == 3);
+  auto out = Decode(Join(*encoded));
+  REQUIRE(out.ok());
+  CHECK(out->elements == want);
+  // Mostly random with one compressible element: the response as a whole still shrinks enough.
+  GetElementsResult mixed;
+  mixed.elements = Incompressible(1);
+  for (Element& e : Compressible(4)) mixed.elements.push_back(std::move(e));
+  mixed.compress = true;
+  auto m = EncodeElements(mixed);
+  REQUIRE(m.ok());
+  GetElementsResponse mixed_proto;
+  REQUIRE(mixed_proto.ParseFromString(Join(*m)));
+  CHECK(mixed_proto.elements_size() == 0);
+  CHECK(mixed_proto.compressed_elements_size() == 5);
+}
+
 TEST_CASE("wire compression: a response may mix plain and compressed elements, in order", "[wire][compression]") {
   GetElementsResponse proto;
   Element a{Tensor::Scalar<int64_t>(1)}, b{Tensor::String("two")}, c{Tensor::Scalar<int64_t>(3)};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compression is chosen per dataset at registration; readers need no flag. `snappy` always
-# compresses; `auto` lets each task measure its elements (snappy's ratio and speed on them) against
+# Compression is chosen per dataset at registration; readers need no flag. `snappy` compresses
+# (responses it cannot shrink by an eighth travel plain); `auto` lets each task measure its elements (snappy's ratio and speed on them) against
 # the link to the reader (--link-gbps on the worker) and compress only when that is faster. A
 # reader on the worker's own host is never sent compressed elements by `auto`.
 source "$(dirname "$0")/cluster.sh"

@@ -107,16 +107,34 @@ class PieceReader {
 absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   auto held = std::make_shared<Held>();
   held->result = std::move(result);
-  for (const Element& e : held->result.elements) {
-    if (held->result.compress) {
-      auto compressed = CompressElement(e);
-      if (!compressed.ok()) return compressed.status();
-      AppendTaggedVarint(held->writer, kCompressedTag, compressed->size());
-      held->writer.AppendBytes(compressed->data(), compressed->size());
-      continue;
+  if (held->result.compress) {
+    // A response whose frames snappy cannot shrink by an eighth travels plain: decompressing would
+    // cost the reader more than the bytes saved (forced snappy on random data halved throughput).
+    // The choice is per response, so a response holds one element field only and a generic
+    // protobuf reader keeps the order.
+    std::vector<std::string> compressed;
+    size_t plain_bytes = 0, compressed_bytes = 0;
+    for (const Element& e : held->result.elements) {
+      auto c = CompressElement(e);
+      if (!c.ok()) return c.status();
+      plain_bytes += EncodedSize(e);
+      compressed_bytes += c->size();
+      compressed.push_back(*std::move(c));
     }
-    AppendTaggedVarint(held->writer, kElementsTag, EncodedSize(e));
-    if (auto st = held->writer.AppendElement(e); !st.ok()) return st;
+    if (compressed_bytes <= plain_bytes - plain_bytes / 8) {
+      for (const std::string& c : compressed) {
+        AppendTaggedVarint(held->writer, kCompressedTag, c.size());
+        held->writer.AppendBytes(c.data(), c.size());
+      }
+    } else {
+      held->result.compress = false;
+    }
+  }
+  if (!held->result.compress) {
+    for (const Element& e : held->result.elements) {
+      AppendTaggedVarint(held->writer, kElementsTag, EncodedSize(e));
+      if (auto st = held->writer.AppendElement(e); !st.ok()) return st;
+    }
   }
   if (held->result.end_of_sequence) {
     const uint8_t eos[] = {kEndOfSequenceTag, 1};

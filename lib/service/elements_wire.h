@@ -3,7 +3,8 @@
 // The bytes are exactly the protobuf encoding of GetElementsResponse (proto/service.proto), so any
 // protobuf client can read them: for each element, field 1 (tag 0x0A), its length, and its
 // element frame (lib/core/element_codec.h) -- or, when the result asks for compression, field 4
-// (tag 0x22) and the snappy-compressed frame; then field 2 (end_of_sequence), field 3
+// (tag 0x22) and the snappy-compressed frame (unless snappy saves less than an eighth of the
+// response's frames: then all go as field 1); then field 2 (end_of_sequence), field 3
 // (first_index) and field 5 (elements_skipped) when not zero. The decoder accepts both element
 // fields in any mix, so readers never need to be told whether a dataset is compressed.
 //
