@@ -6,6 +6,7 @@
 #include "lib/service/cross_trainer_window.h"
 #include "lib/service/dispatcher_state.h"
 #include "lib/service/round_buffer.h"
+#include "lib/service/task_split_provider.h"
 #include "lib/service/wire_compression.h"
 #include "spdlog/spdlog.h"
 
@@ -17,77 +18,6 @@ std::map<std::string, std::weak_ptr<Worker>>& LocalWorkers() ABSL_EXCLUSIVE_LOCK
   static auto* workers = new std::map<std::string, std::weak_ptr<Worker>>();
   return *workers;
 }
-
-// distributed_epoch: a task's splits, fetched from the dispatcher in batches: 2 at first, doubling
-// (up to 16) while a batch lasts less than 50 ms and halving when one lasts over 500 ms, so cheap
-// pipelines do not wait on a dispatcher call per split, and a worker that dies holds few splits
-// of slow ones. Thread-safe: the producer thread asks for splits, the heartbeat reads the counters.
-class TaskSplitProvider final : public SplitProvider {
- public:
-  TaskSplitProvider(int64_t task_id, DispatcherClient* dispatcher, absl::Duration retry)
-      : task_id_(task_id), dispatcher_(dispatcher), retry_(retry) {}
-
-  int64_t StartEpoch() override { return epochs_.fetch_add(1); }
-
-  absl::StatusOr<std::optional<Split>> Next(int64_t epoch) override {
-    if (epoch != queue_epoch_) {
-      queue_.clear();
-      queue_epoch_ = epoch;
-    }
-    if (queue_.empty()) {
-      GetSplitsRequest req;
-      req.set_task_id(task_id_);
-      req.set_epoch(epoch);
-      const absl::Time now = absl::Now();
-      if (last_fetch_ != absl::InfinitePast()) {
-        if (now - last_fetch_ < absl::Milliseconds(50)) batch_ = std::min(batch_ * 2, 16);
-        if (now - last_fetch_ > absl::Milliseconds(500)) batch_ = std::max(batch_ / 2, 2);
-      }
-      last_fetch_ = now;
-      req.set_max_splits(batch_);
-      req.set_splits_received(received_);
-      GetSplitsResponse resp;
-      // The dispatcher may be briefly unreachable: retry for a while before failing the task.
-      absl::Status st;
-      const absl::Time give_up = absl::Now() + retry_;
-      for (absl::Duration backoff = absl::Milliseconds(50); !cancelled_.HasBeenNotified();
-           backoff = std::min(backoff * 2, absl::Seconds(1))) {
-        st = dispatcher_->GetSplits(req, &resp);
-        if (st.ok() || !absl::IsUnavailable(st) || absl::Now() >= give_up) break;
-        cancelled_.WaitForNotificationWithTimeout(backoff);
-      }
-      if (cancelled_.HasBeenNotified()) return std::nullopt;
-      if (!st.ok()) return st;
-      received_ += resp.splits_size();
-      for (Split& s : *resp.mutable_splits()) queue_.push_back(std::move(s));
-      if (queue_.empty()) return std::nullopt;  // end of the epoch's splits
-    }
-    Split s = std::move(queue_.front());
-    queue_.pop_front();
-    started_.fetch_add(1);
-    return s;
-  }
-
-  void Cancel() {
-    if (!cancelled_.HasBeenNotified()) cancelled_.Notify();
-  }
-  // Splits whose elements the source has begun to produce.
-  int64_t started() const { return started_.load(); }
-
- private:
-  const int64_t task_id_;
-  DispatcherClient* const dispatcher_;
-  std::atomic<int64_t> epochs_{0};
-  std::atomic<int64_t> started_{0};
-  absl::Notification cancelled_;
-  // Used by the producer thread only.
-  int64_t queue_epoch_ = -1;
-  std::deque<Split> queue_;
-  const absl::Duration retry_;
-  int batch_ = 2;
-  int64_t received_ = 0;
-  absl::Time last_fetch_ = absl::InfinitePast();
-};
 
 }  // namespace
 
