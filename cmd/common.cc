@@ -158,6 +158,8 @@ void WaitForStopSignal(const std::function<bool()>& done) {
 #include <cstdio>
 #include <fstream>
 
+#include "lib/service/register_dataset.h"
+
 namespace tfdata::cmd {
 
 absl::Status WritePortFile(const std::string& path, int port) {
@@ -179,15 +181,8 @@ absl::StatusOr<std::string> RegisterPipelineFile(const std::string& path, const 
                                                  service::Compression compression) {
   auto loaded = LoadPipelineFile(path);
   if (!loaded.ok()) return loaded.status();
-  // Validate here, where errors can point into the file, before any worker sees the pipeline.
-  if (auto ds = BuildDataset(loaded->pipeline, LocalBuildOptions(), loaded->source()); !ds.ok()) return ds.status();
-  service::RegisterDatasetRequest req;
-  *req.mutable_pipeline() = loaded->pipeline;
-  req.set_dataset_id(dataset_id);
-  req.set_compression(compression);
-  service::RegisterDatasetResponse resp;
-  if (auto st = dispatcher.RegisterDataset(req, &resp); !st.ok()) return st;
-  return resp.dataset_id();
+  return service::RegisterPipeline(loaded->pipeline, loaded->source(), LocalBuildOptions(), dataset_id, compression,
+                                   dispatcher);
 }
 
 int FailRegistration(const absl::Status& status) {

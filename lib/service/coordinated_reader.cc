@@ -208,11 +208,18 @@ void CoordinatedReader::FetchLoop() {
 }
 
 absl::StatusOr<bool> CoordinatedReader::Next(Element* out, RoundInfo* info) {
+  auto more = NextWithin(out, absl::InfiniteDuration(), info);
+  if (!more.ok()) return more.status();
+  return **more;
+}
+
+absl::StatusOr<std::optional<bool>> CoordinatedReader::NextWithin(Element* out, absl::Duration timeout,
+                                                                  RoundInfo* info) {
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return fetched_.contains(next_deliver_) || !error_.ok() || closed_;
   };
-  mu_.Await(absl::Condition(&ready));
+  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return std::nullopt;
   auto it = fetched_.find(next_deliver_);
   if (it == fetched_.end()) {
     if (!error_.ok()) return error_;

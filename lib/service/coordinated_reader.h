@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,8 @@ class CoordinatedReader {
 
   // This consumer's element of the next round (true). Errors end the read; so does Close() (false).
   absl::StatusOr<bool> Next(Element* out, RoundInfo* info = nullptr);
+  // Next(), waiting at most `timeout`: nullopt when nothing came in time (see Reader::NextWithin).
+  absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration timeout, RoundInfo* info = nullptr);
   void Close();
 
   int64_t client_id() const { return client_id_; }

@@ -297,11 +297,17 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
 }
 
 absl::StatusOr<bool> Reader::Next(Element* out) {
+  auto more = NextWithin(out, absl::InfiniteDuration());
+  if (!more.ok()) return more.status();
+  return **more;
+}
+
+absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !ready_.empty() || !error_.ok() || closed_ || DoneLocked();
   };
-  mu_.Await(absl::Condition(&ready));
+  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return std::nullopt;
   if (!ready_.empty()) {
     const bool was_full = FullLocked();
     *out = std::move(ready_.front().element);

@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -72,6 +73,9 @@ class Reader {
   // The next element (true), or the end of the data (false). Errors from the pipeline on a worker
   // and an iteration the dispatcher no longer knows end the read.
   absl::StatusOr<bool> Next(Element* out);
+  // Next(), waiting at most `timeout`: nullopt when nothing came in time (the read goes on). For
+  // callers that must stay responsive while they wait (the Python binding checks for Ctrl-C).
+  absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration timeout);
   // Stops fetching and releases the iteration. Idempotent.
   void Close();
 
