@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Quick start, part 2: install what is missing, build, and run every test with ctest.
+# Quick start, part 2: install what is missing, build, and run every test: the C++ tests with
+# ctest, then the Python package's with pytest (tests/python) against the package as pip installs
+# it. Set TFDATA_WITH_TORCH=1 to install torch and run the PyTorch tests too (.ci/run does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
-cd build
-ctest --output-on-failure -j "$(nproc)" --timeout 300
+scripts/python-env.sh
+scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python"
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 300)
+# pip install of the package, through scikit-build-core, reusing build/ (the same CMake project).
+.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
+  -Ccmake.define.TFDATA_BUILD_TESTS=ON .
+# From outside the source tree, so the tests import the installed package.
+cd tests/python
+TFDATA_BINARY="$OLDPWD/build/tfdata" ../../.venv/bin/python -m pytest -q -p no:cacheprovider .

@@ -1,0 +1,80 @@
+#include "python/src/iterator.h"
+
+#include <nanobind/stl/string.h>
+
+#include "python/src/status.h"
+
+namespace nb = nanobind;
+
+namespace tfdata::python {
+
+ElementIterator::~ElementIterator() {
+  nb::gil_scoped_release release;
+  source_->Close();
+}
+
+nb::object ElementIterator::Next() {
+  std::unique_lock<std::mutex> lock(next_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    throw std::runtime_error("a tfdata iterator is read by one thread at a time; this one is in use by another");
+  }
+  if (closed_ || ended_) throw nb::stop_iteration();
+  Element element;
+  absl::StatusOr<std::optional<bool>> more = std::optional<bool>();
+  if (source_->polls()) more = source_->NextWithin(&element, absl::ZeroDuration());
+  while (more.ok() && !more->has_value()) {
+    const absl::Time start = absl::Now();
+    {
+      nb::gil_scoped_release release;
+      more = source_->NextWithin(&element, absl::Milliseconds(100));
+    }
+    waited_ += absl::Now() - start;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();  // KeyboardInterrupt, usually
+  }
+  if (!more.ok()) {
+    ended_ = true;
+    RaiseStatus(more.status());
+  }
+  if (!**more) {
+    ended_ = true;
+    {
+      nb::gil_scoped_release release;
+      source_->Close();  // the job is released as soon as the data ends, not at garbage collection
+    }
+    throw nb::stop_iteration();
+  }
+  ++elements_;
+  bytes_ += static_cast<int64_t>(ElementByteSize(element));
+  return ToPython(element, format_);
+}
+
+void ElementIterator::Close() {
+  closed_ = true;
+  nb::gil_scoped_release release;
+  source_->Close();
+}
+
+nb::dict ElementIterator::Stats() const {
+  nb::dict d;
+  d["elements"] = elements_;
+  d["bytes"] = bytes_;
+  d["wait_seconds"] = absl::ToDoubleSeconds(waited_);
+  for (const auto& [name, value] : source_->Stats()) d[nb::str(name.c_str())] = value;
+  return d;
+}
+
+void BindIterator(nb::module_& m) {
+  nb::class_<ElementIterator>(m, "ElementIterator", "An iterator over a pipeline's or a reader's elements.")
+      .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__next__", &ElementIterator::Next)
+      .def("close", &ElementIterator::Close, "Stops reading and releases the job at the dispatcher. Idempotent.")
+      .def("stats", &ElementIterator::Stats,
+           "Counters: elements, bytes, wait_seconds (time __next__ waited with nothing ready), and the "
+           "reader's own (tasks_dropped, splits_lost, elements_skipped, rounds_substituted).")
+      .def_prop_ro("warning", &ElementIterator::warning)
+      .def_prop_ro("closed", &ElementIterator::closed)
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](ElementIterator& it, nb::args) { it.Close(); });
+}
+
+}  // namespace tfdata::python

@@ -1,0 +1,67 @@
+// The Python iterator over elements, for every way of reading: a reader of the service (plain or
+// coordinated) and a pipeline run in this process.
+//
+// __next__ first takes an element that is already there without releasing the GIL (the cheap
+// path that makes small elements fast); otherwise it waits with the GIL released, in slices of
+// 100 ms, and checks for signals between them so that Ctrl-C (KeyboardInterrupt) stops a blocked
+// read. close() (also on garbage collection or `with` exit) releases the job at the dispatcher.
+// One thread at a time may call __next__; a second one gets a RuntimeError instead of a race.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "python/src/elements.h"
+
+namespace tfdata::python {
+
+// Where the elements come from. Called without the GIL (except where noted).
+class ElementSource {
+ public:
+  virtual ~ElementSource() = default;
+  // An element (true), the end (false), or nothing yet after `timeout` (nullopt).
+  virtual absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration timeout) = 0;
+  // Whether NextWithin(0) is a cheap check that may run with the GIL held (a reader's buffer),
+  // rather than computing the element (a pipeline run here).
+  virtual bool polls() const { return true; }
+  virtual void Close() = 0;
+  // Counters for stats(): name, value.
+  virtual std::vector<std::pair<std::string, int64_t>> Stats() const { return {}; }
+  // A warning from the dispatcher (empty when none).
+  virtual std::string warning() const { return ""; }
+};
+
+class ElementIterator {
+ public:
+  ElementIterator(std::unique_ptr<ElementSource> source, ElementFormat format)
+      : source_(std::move(source)), format_(std::move(format)) {}
+  ~ElementIterator();
+
+  nanobind::object Next();
+  void Close();
+  nanobind::dict Stats() const;
+  std::string warning() const { return source_->warning(); }
+  bool closed() const { return closed_; }
+
+ private:
+  std::unique_ptr<ElementSource> source_;
+  const ElementFormat format_;
+  std::mutex next_mu_;  // held by the thread inside Next()
+  bool closed_ = false;
+  bool ended_ = false;
+  int64_t elements_ = 0;
+  int64_t bytes_ = 0;
+  absl::Duration waited_;  // in Next() with nothing ready, GIL released
+};
+
+void BindIterator(nanobind::module_& m);
+
+}  // namespace tfdata::python

@@ -1,0 +1,265 @@
+// The service from Python: dispatcher and worker servers running in this process (their threads
+// never take the GIL), registration, dataset lookup and readers.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+
+#include "lib/service/coordinated_reader.h"
+#include "lib/service/grpc_dispatcher.h"
+#include "lib/service/grpc_util.h"
+#include "lib/service/reader.h"
+#include "lib/service/register_dataset.h"
+#include "lib/service/server.h"
+#include "lib/service/wire_compression.h"
+#include "python/src/iterator.h"
+#include "python/src/pipelines.h"
+#include "python/src/status.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace tfdata::python {
+namespace {
+
+absl::Duration Seconds(double s) { return s < 0 ? absl::InfiniteDuration() : absl::Seconds(s); }
+
+class PyDispatchServer {
+ public:
+  PyDispatchServer(int port, const std::string& host, const std::string& work_dir, bool fault_tolerant,
+                   std::vector<std::string> worker_addresses, double worker_timeout_s, double client_timeout_s,
+                   double job_gc_timeout_s) {
+    if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
+    service::DispatcherConfig config;
+    config.work_dir = work_dir;
+    config.fault_tolerant = fault_tolerant;
+    config.worker_addresses = std::move(worker_addresses);
+    config.worker_timeout = Seconds(worker_timeout_s);
+    config.client_timeout = Seconds(client_timeout_s);
+    config.job_gc_timeout = Seconds(job_gc_timeout_s);
+    server_ = std::make_unique<service::DispatcherServer>(config);
+    absl::Status st;
+    {
+      nb::gil_scoped_release release;
+      st = server_->Start(host, port);
+    }
+    RaiseIfError(st);
+  }
+  ~PyDispatchServer() { Stop(); }
+  void Stop() {
+    nb::gil_scoped_release release;
+    if (server_ != nullptr && !stopped_) server_->Stop();
+    stopped_ = true;
+  }
+  int port() const { return server_->port(); }
+  size_t num_workers() { return stopped_ ? 0 : server_->dispatcher().NumWorkers(); }
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::unique_ptr<service::DispatcherServer> server_;
+  bool stopped_ = false;
+};
+
+class PyWorkerServer {
+ public:
+  PyWorkerServer(const std::string& dispatcher_address, int port, const std::string& host,
+                 const std::string& worker_address, std::vector<std::string> tags, double heartbeat_interval_s,
+                 bool allow_plugins, int64_t cross_trainer_cache_bytes, double dispatcher_retry_s) {
+    if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
+    if (!(heartbeat_interval_s > 0)) throw nb::value_error("heartbeat_interval must be positive");
+    if (cross_trainer_cache_bytes <= 0) throw nb::value_error("cross_trainer_cache_size must be positive");
+    service::WorkerServerOptions options;
+    options.dispatcher_address = Unwrap(service::ParseAddress(dispatcher_address, "dispatcher_address"));
+    options.host = host;
+    options.port = port;
+    options.worker_address = worker_address;
+    options.config.tags = std::move(tags);
+    options.config.heartbeat_interval = absl::Seconds(heartbeat_interval_s);
+    options.config.build_options.functions.allow_plugins = allow_plugins;
+    options.config.cross_trainer_cache_bytes = cross_trainer_cache_bytes;
+    options.config.dispatcher_retry = Seconds(dispatcher_retry_s);
+    server_ = std::make_unique<service::WorkerServer>(options);
+    absl::Status st;
+    {
+      nb::gil_scoped_release release;
+      st = server_->Start();
+    }
+    RaiseIfError(st);
+  }
+  ~PyWorkerServer() { Stop(); }
+  void Stop() {
+    nb::gil_scoped_release release;
+    if (server_ != nullptr && !stopped_) server_->Stop();
+    stopped_ = true;
+  }
+  int port() const { return server_->port(); }
+  std::string address() const { return server_->address(); }
+  size_t num_tasks() { return stopped_ || server_->worker() == nullptr ? 0 : server_->worker()->NumTasks(); }
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::unique_ptr<service::WorkerServer> server_;
+  bool stopped_ = false;
+};
+
+std::unique_ptr<service::GrpcDispatcherClient> Client(const std::string& address) {
+  return std::make_unique<service::GrpcDispatcherClient>(Unwrap(service::ParseAddress(address, "service")));
+}
+
+class ReaderSource : public ElementSource {
+ public:
+  explicit ReaderSource(std::unique_ptr<service::Reader> reader) : reader_(std::move(reader)) {}
+  absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration timeout) override {
+    return reader_->NextWithin(out, timeout);
+  }
+  void Close() override { reader_->Close(); }
+  std::vector<std::pair<std::string, int64_t>> Stats() const override {
+    return {{"tasks", reader_->num_tasks()},
+            {"tasks_dropped", reader_->tasks_dropped()},
+            {"splits_lost", reader_->splits_lost()},
+            {"elements_skipped", reader_->elements_skipped()},
+            {"job_id", reader_->job_id()},
+            {"client_id", reader_->client_id()}};
+  }
+  std::string warning() const override { return reader_->warning(); }
+
+ private:
+  std::unique_ptr<service::Reader> reader_;
+};
+
+class CoordinatedSource : public ElementSource {
+ public:
+  explicit CoordinatedSource(std::unique_ptr<service::CoordinatedReader> reader) : reader_(std::move(reader)) {}
+  absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration timeout) override {
+    return reader_->NextWithin(out, timeout);
+  }
+  void Close() override { reader_->Close(); }
+  std::vector<std::pair<std::string, int64_t>> Stats() const override {
+    return {{"rounds_substituted", reader_->rounds_substituted()}, {"client_id", reader_->client_id()}};
+  }
+
+ private:
+  std::unique_ptr<service::CoordinatedReader> reader_;
+};
+
+std::string RegisterDataset(const std::string& address, const std::string& text, const std::string& name,
+                            const std::string& dataset_id, const std::string& compression) {
+  auto client = Client(address);
+  const service::Compression c = Unwrap(service::ParseCompression(compression));
+  LoadedPipeline loaded = ParseText(text, name);
+  absl::StatusOr<std::string> id;
+  {
+    nb::gil_scoped_release release;
+    id = service::RegisterPipeline(loaded.pipeline, loaded.source(), ClientBuildOptions(), dataset_id, c, *client);
+  }
+  return Unwrap(std::move(id));
+}
+
+// (text, spec, names, cardinality) of a registered dataset; spec is None (and cardinality -1)
+// when the pipeline cannot be built here (its files may exist only on the workers).
+nb::tuple DatasetInfo(const std::string& address, const std::string& dataset_id) {
+  auto client = Client(address);
+  service::GetDatasetRequest req;
+  req.set_dataset_id(dataset_id);
+  service::GetDatasetResponse resp;
+  absl::Status st;
+  {
+    nb::gil_scoped_release release;
+    st = client->GetDataset(req, &resp);
+  }
+  RaiseIfError(st);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(resp.pipeline(), &text);
+  auto ds = BuildDataset(resp.pipeline(), ClientBuildOptions());
+  if (!ds.ok()) {
+    auto names = ElementNames(resp.pipeline());
+    nb::object py_names = nb::none();
+    if (names) py_names = nb::cast(*names);
+    return nb::make_tuple(text, nb::none(), py_names, -1);
+  }
+  nb::tuple d = Describe(**ds, resp.pipeline());
+  return nb::make_tuple(text, d[0], d[1], d[2]);
+}
+
+ElementIterator* OpenReader(const std::string& address, const std::string& dataset_id, int mode,
+                            const std::string& job_name, int num_consumers, int consumer_index,
+                            int max_outstanding_requests, int target_workers, const std::string& worker_tag,
+                            const std::string& trainer_id, const std::string& protocol,
+                            std::optional<std::vector<std::string>> names) {
+  if (!service::ProcessingMode_IsValid(mode) || mode == 0) throw nb::value_error("unknown processing mode");
+  if (max_outstanding_requests < 1) throw nb::value_error("max_outstanding_requests must be at least 1");
+  if (protocol != "grpc" && protocol != "local") {
+    throw nb::value_error(("data_transfer_protocol: \"" + protocol + "\" is not one of grpc, local").c_str());
+  }
+  auto client = Client(address);
+  ElementFormat format;
+  format.names = std::move(names);
+  format.writable = protocol == "grpc";  // the in-process plane shares the worker's buffers
+  std::unique_ptr<ElementSource> source;
+  absl::Status error;
+  {
+    nb::gil_scoped_release release;
+    if (num_consumers > 0) {
+      service::CoordinatedReadOptions options;
+      options.dataset_id = dataset_id;
+      options.job_name = job_name;
+      options.num_consumers = num_consumers;
+      options.consumer_index = consumer_index;
+      options.mode = static_cast<service::ProcessingMode>(mode);
+      options.protocol = protocol;
+      options.max_outstanding_rounds = max_outstanding_requests;
+      auto reader = service::CoordinatedReader::Create(options, std::move(client));
+      if (reader.ok()) source = std::make_unique<CoordinatedSource>(*std::move(reader));
+      else error = reader.status();
+    } else {
+      service::ReaderOptions options;
+      options.dataset_id = dataset_id;
+      options.mode = static_cast<service::ProcessingMode>(mode);
+      options.job_name = job_name;
+      options.max_outstanding_requests = max_outstanding_requests;
+      options.target_workers = static_cast<service::TargetWorkers>(target_workers);
+      options.worker_tag = worker_tag;
+      options.cross_trainer_cache = !trainer_id.empty();
+      options.trainer_id = trainer_id;
+      options.protocol = protocol;
+      auto reader = service::Reader::Create(options, std::move(client));
+      if (reader.ok()) source = std::make_unique<ReaderSource>(*std::move(reader));
+      else error = reader.status();
+    }
+  }
+  RaiseIfError(error);
+  return new ElementIterator(std::move(source), std::move(format));
+}
+
+}  // namespace
+
+void BindService(nb::module_& m) {
+  nb::class_<PyDispatchServer>(m, "DispatchServer")
+      .def(nb::init<int, const std::string&, const std::string&, bool, std::vector<std::string>, double, double,
+                    double>(),
+           "port"_a, "host"_a, "work_dir"_a, "fault_tolerant"_a, "worker_addresses"_a, "worker_timeout_s"_a,
+           "client_timeout_s"_a, "job_gc_timeout_s"_a)
+      .def_prop_ro("port", &PyDispatchServer::port)
+      .def_prop_ro("num_workers", &PyDispatchServer::num_workers)
+      .def_prop_ro("stopped", &PyDispatchServer::stopped)
+      .def("stop", &PyDispatchServer::Stop);
+  nb::class_<PyWorkerServer>(m, "WorkerServer")
+      .def(nb::init<const std::string&, int, const std::string&, const std::string&, std::vector<std::string>, double,
+                    bool, int64_t, double>(),
+           "dispatcher_address"_a, "port"_a, "host"_a, "worker_address"_a, "tags"_a, "heartbeat_interval_s"_a,
+           "allow_plugins"_a, "cross_trainer_cache_bytes"_a, "dispatcher_retry_s"_a)
+      .def_prop_ro("port", &PyWorkerServer::port)
+      .def_prop_ro("address", &PyWorkerServer::address)
+      .def_prop_ro("num_tasks", &PyWorkerServer::num_tasks)
+      .def_prop_ro("stopped", &PyWorkerServer::stopped)
+      .def("stop", &PyWorkerServer::Stop);
+  m.def("register_dataset", &RegisterDataset, "address"_a, "text"_a, "name"_a, "dataset_id"_a, "compression"_a);
+  m.def("dataset_info", &DatasetInfo, "address"_a, "dataset_id"_a);
+  m.def("open_reader", &OpenReader, "address"_a, "dataset_id"_a, "mode"_a, "job_name"_a, "num_consumers"_a,
+        "consumer_index"_a, "max_outstanding_requests"_a, "target_workers"_a, "worker_tag"_a, "trainer_id"_a,
+        "protocol"_a, "names"_a.none(), nb::rv_policy::take_ownership);
+}
+
+}  // namespace tfdata::python

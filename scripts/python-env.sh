@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Makes .venv/, the Python environment the tests, examples and benchmarks use: numpy, pytest,
+# nanobind and scikit-build-core from PyPI; torch (CPU use) too when TFDATA_WITH_TORCH=1.
+# Does nothing that is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [[ ! -x .venv/bin/python ]]; then
+  "$PYTHON" -m venv .venv
+fi
+need=()
+for m in numpy pytest nanobind scikit_build_core; do
+  .venv/bin/python -c "import $m" 2>/dev/null || need+=("${m//_/-}")
+done
+if ((${#need[@]})); then
+  .venv/bin/pip install -q --disable-pip-version-check "${need[@]}"
+fi
+if [[ "${TFDATA_WITH_TORCH:-0}" == 1 ]] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  # PyPI's torch wheel (it brings CUDA libraries it needs to import; they stay unused on a CPU).
+  .venv/bin/pip install -q --disable-pip-version-check torch
+fi

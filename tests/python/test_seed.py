@@ -1,0 +1,28 @@
+"""The seed example of tf.data service, with tfdata in place of tf.data.experimental.service."""
+
+import os
+import subprocess
+import sys
+
+from conftest import SOURCE_DIR
+
+
+def test_seed_example_as_written():
+    import tfdata as service  # the example's one change: tfdata for tf.data.experimental.service
+    import tfdata as tf_data
+
+    dispatcher = service.DispatchServer()
+    dispatcher_address = dispatcher.target.split("://")[1]
+    worker = service.WorkerServer(service.WorkerConfig(dispatcher_address=dispatcher_address))
+    dataset = tf_data.Dataset.range(10)
+    dataset = dataset.apply(service.distribute(processing_mode="parallel_epochs", service=dispatcher.target))
+    assert list(dataset.as_numpy_iterator()) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    worker.stop()
+    dispatcher.stop()
+
+
+def test_seed_example_file_prints_the_list():
+    path = os.path.join(SOURCE_DIR, "examples", "python", "seed.py")
+    out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
