@@ -1,6 +1,8 @@
 #include "python/src/iterator.h"
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "python/src/status.h"
 
@@ -73,6 +75,7 @@ void BindIterator(nb::module_& m) {
            "reader's own (tasks_dropped, splits_lost, elements_skipped, rounds_substituted).")
       .def_prop_ro("warning", &ElementIterator::warning)
       .def_prop_ro("closed", &ElementIterator::closed)
+      .def("_set_names", &ElementIterator::set_names, nb::arg("names").none())
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__exit__", [](ElementIterator& it, nb::args) { it.Close(); });
 }

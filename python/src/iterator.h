@@ -50,10 +50,12 @@ class ElementIterator {
   nanobind::dict Stats() const;
   std::string warning() const { return source_->warning(); }
   bool closed() const { return closed_; }
+  // Component names for dict elements (set before the first element).
+  void set_names(std::optional<std::vector<std::string>> names) { format_.names = std::move(names); }
 
  private:
   std::unique_ptr<ElementSource> source_;
-  const ElementFormat format_;
+  ElementFormat format_;
   std::mutex next_mu_;  // held by the thread inside Next()
   bool closed_ = false;
   bool ended_ = false;

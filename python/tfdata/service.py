@@ -155,13 +155,16 @@ class DistributedDataset:
         return _to_cardinality(self._dataset_info()[3])
 
     def __iter__(self):
-        _, _, names, _ = self._dataset_info()  # an unknown dataset fails here, with NotFoundError
+        # The reader first: its errors (an unknown dataset, say) are the CLI's, word for word.
         it = _native.open_reader(
             address=self._service, dataset_id=self._dataset_id, mode=int(self._mode), job_name=self._job_name,
             num_consumers=self._num_consumers, consumer_index=self._consumer_index,
             max_outstanding_requests=self._max_outstanding_requests, target_workers=self._target_workers,
             worker_tag=self._worker_tag, trainer_id=self._trainer_id, protocol=self._protocol,
-            names=list(names) if names else None)
+            names=None)
+        names = self._dataset_info()[2]
+        if names:
+            it._set_names(list(names))
         if it.warning:
             import warnings
             warnings.warn(f"tfdata: {it.warning}", RuntimeWarning, stacklevel=2)
