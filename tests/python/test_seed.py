@@ -26,3 +26,11 @@ def test_seed_example_file_prints_the_list():
     out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
+
+
+def test_example_distributed_epoch_over_tfrecord():
+    path = os.path.join(SOURCE_DIR, "examples", "python", "distributed_epoch_tfrecord.py")
+    out = subprocess.run([sys.executable, path, "--files", "6", "--records", "50"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "read 300 records of 300; 300 exactly once"
