@@ -8,9 +8,10 @@ scripts/install-deps.sh
 scripts/python-env.sh
 scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python"
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 300)
-# pip install of the package, through scikit-build-core, reusing build/ (the same CMake project).
+# pip install of the package, through scikit-build-core, reusing build/ (the same CMake project;
+# the defines match build/'s so that nothing but the extension is built again).
 .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
-  -Ccmake.define.TFDATA_BUILD_TESTS=ON .
+  -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
 # From outside the source tree, so the tests import the installed package.
 cd tests/python
 TFDATA_BINARY="$OLDPWD/build/tfdata" ../../.venv/bin/python -m pytest -q -p no:cacheprovider .

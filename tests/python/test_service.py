@@ -395,3 +395,24 @@ def test_reading_a_million_elements_leaves_rss_flat(cluster):
     grown = rss_bytes() - start
     assert n == 1_000_000
     assert grown < 16 << 20, f"RSS grew {grown / 2**20:.1f} MiB over 900k elements"
+
+
+def test_a_blocked_read_releases_the_gil(cluster):
+    # 300 ms per element on the worker: next() waits, and another Python thread must run meanwhile.
+    p = Pipeline.range(3).map(fn.sleep(300_000))
+    it = iter(tfdata.from_dataset_id("parallel_epochs", cluster.target, tfdata.register_dataset(cluster.target, p)))
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=count)
+    t.start()
+    got = list(it)
+    stop.set()
+    t.join()
+    assert got == [0, 1, 2]
+    assert len(ticks) > 100, f"the other thread ran only {len(ticks)} times in about 1 s of waiting"

@@ -1,0 +1,67 @@
+"""Reads a pipeline through the service from Python, touching each element, and prints one JSON
+line: steady-state rate after a warm-up, and where the time went (bench/python.sh runs it).
+
+    python bench/python_read.py PIPELINE --dispatcher HOST:PORT [--duration 4] [--warmup 1]
+"""
+import argparse
+import json
+import time
+
+import numpy as np
+
+import tfdata
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("pipeline")
+    parser.add_argument("--dispatcher", required=True)
+    parser.add_argument("--duration", type=float, default=4.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--source", choices=["service", "local"], default="service",
+                        help="local: pipeline.run() in this process (no service), for the per-element cost")
+    args = parser.parse_args()
+    pipeline = tfdata.Pipeline.from_file(args.pipeline)
+    if args.source == "service":
+        dataset_id = tfdata.register_dataset(args.dispatcher, pipeline, compression=None)
+        it = iter(tfdata.from_dataset_id("parallel_epochs", args.dispatcher, dataset_id))
+    else:
+        it = pipeline.run()
+    start = time.perf_counter()
+    # Warm-up: job start-up (the worker learns of its task at its next heartbeat) is not counted.
+    while time.perf_counter() - start < args.warmup:
+        next(it)
+    s0 = it.stats()
+    t0 = time.perf_counter()
+    n = nbytes = 0
+    touched = 0
+    end = t0 + args.duration
+    # Check the clock every 256 elements: perf_counter costs as much as a scalar element.
+    while True:
+        for _ in range(256):
+            e = next(it)
+            if isinstance(e, np.ndarray):
+                touched += int(e.flat[0])  # touch the element: read its first value
+                nbytes += e.nbytes
+            else:
+                touched += e
+                nbytes += 8
+        n += 256
+        if time.perf_counter() >= end:
+            break
+    elapsed = time.perf_counter() - t0
+    s1 = it.stats()
+    it.close()
+    waited = s1.get("wait_seconds", 0.0) - s0.get("wait_seconds", 0.0)
+    print(json.dumps({
+        "elements": n, "bytes": nbytes, "seconds": elapsed,
+        "elements_per_s": n / elapsed, "bytes_per_s": nbytes / elapsed,
+        # Time __next__ spent waiting for the data plane (GIL released), and the rest: Python's
+        # loop, the conversion to numpy, and taking the element from the reader's buffer.
+        "wait_seconds": waited,
+        "python_us_per_element": (elapsed - waited) / n * 1e6,
+    }))
+
+
+if __name__ == "__main__":
+    main()
