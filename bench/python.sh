@@ -22,12 +22,7 @@ rng = np.random.default_rng(0)
 img = rng.integers(0, 255, (224, 224, 3)).astype(np.uint8)
 tfdata.io.write_tfrecord('build/bench-data/image224.tfrecord', [tfdata.io.encode_jpeg(img)])"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-$bin dispatcher --port 0 --port-file "$tmp/d" --host 127.0.0.1 --log-level warn >/dev/null &
-while [ ! -s "$tmp/d" ]; do sleep 0.05; done
-addr="127.0.0.1:$(cat "$tmp/d")"
-$bin worker --dispatcher "$addr" --port-file "$tmp/w" --heartbeat-interval 100ms --log-level warn >/dev/null &
-while [ ! -s "$tmp/w" ]; do sleep 0.05; done
-sleep 0.3
+source bench/one_worker.sh
 cxx() {  # the C++ reader's steady state through the service
   $bin bench "$1" --dispatcher "$addr" --duration "$secs" --warmup 1 --json 2>/dev/null |
     $py -c "import json,sys; t=json.load(sys.stdin)['service']['throughput']; print(f\"{t['elements_per_s']:.0f} elements/s, {t['bytes_per_s']/1e9:.3f} GB/s\")"

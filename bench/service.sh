@@ -13,12 +13,7 @@ bin=./build/tfdata
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-$bin dispatcher --port 0 --port-file "$tmp/d" --host 127.0.0.1 --log-level warn >/dev/null &
-while [ ! -s "$tmp/d" ]; do sleep 0.05; done
-addr="127.0.0.1:$(cat "$tmp/d")"
-$bin worker --dispatcher "$addr" --port-file "$tmp/w" --heartbeat-interval 100ms --log-level warn >/dev/null &
-while [ ! -s "$tmp/w" ]; do sleep 0.05; done
-sleep 0.3
+source bench/one_worker.sh
 iperf() {
   iperf3 -s -1 -p 5201 >/dev/null 2>&1 & sleep 0.3
   echo "iperf3 loopback TCP: $(iperf3 -c 127.0.0.1 -p 5201 -t 3 -f g | grep receiver | awk '{print $7, $8}')"

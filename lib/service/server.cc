@@ -16,6 +16,9 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(grpc::Service* service
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would then start and
+  // silently share the port with the first. Binding must fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(absl::StrCat(host, ":", port), grpc::InsecureServerCredentials(), bound_port);
   builder.RegisterService(service);
   if (cq != nullptr) *cq = builder.AddCompletionQueue();

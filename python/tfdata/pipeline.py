@@ -147,7 +147,9 @@ def _bind(kind, message, args, kwargs, skip_component):
         if len(args) > 3:
             raise TypeError("range() takes at most 3 positional arguments")
         values.update(zip(names, args))
-    elif args and positional and positional[0][2]:  # a list first: it takes every positional value
+    elif args and positional and positional[0][2] and not (len(positional) > 1 and positional[1][2]):
+        # A list first (and not a second one, as normalize's mean and std): it takes every
+        # positional value, as tfrecord("a", "b") or map(f, g).
         first = positional[0]
         if len(args) == 1 and (isinstance(args[0], tuple) or
                                (isinstance(args[0], list) and first[3] != "TensorValue")):

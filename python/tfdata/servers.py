@@ -45,15 +45,15 @@ class WorkerConfig:
     host: str = "0.0.0.0"
 
 
-def _seconds(ms, default_s, where):
+def _seconds(ms, default_s, where, allow_never=True):
     if ms is None:
         return default_s
     if isinstance(ms, bool) or not isinstance(ms, (int, float)):
         raise TypeError(f"{where}: expected milliseconds as a number, got {type(ms).__name__}")
-    if ms == -1:
+    if ms == -1 and allow_never:
         return -1.0
     if ms <= 0:
-        raise ValueError(f"{where}: must be positive (or -1 for never), got {ms}")
+        raise ValueError(f"{where}: must be positive{' (or -1 for never)' if allow_never else ''}, got {ms}")
     return ms / 1000.0
 
 
@@ -71,6 +71,28 @@ def _check_protocol(protocol):
 
 class _Server:
     _native_server = None
+
+    def _init(self, config, start):
+        _check_port(config.port)
+        _check_protocol(config.protocol)
+        self._config = config
+        if start:
+            self.start()
+
+    def start(self):
+        """Starts the server (when created with start=False). Idempotent."""
+        if self._native_server is None:
+            self._native_server = self._create(self._config)
+
+    def _started(self):
+        if self._native_server is None:
+            raise RuntimeError(f"{type(self).__name__} is not started: call start() first")
+        return self._native_server
+
+    @property
+    def port(self):
+        """The port the server listens on (chosen by the system for port 0)."""
+        return self._started().port
 
     def join(self):
         """Blocks until the server is stopped (Ctrl-C raises KeyboardInterrupt here)."""
@@ -112,31 +134,20 @@ class DispatchServer(_Server):
             raise TypeError("DispatchServer: give a DispatcherConfig or keyword arguments, not both")
         elif not isinstance(config, DispatcherConfig):
             raise TypeError(f"DispatchServer: expected a DispatcherConfig, got {type(config).__name__}")
-        _check_port(config.port)
-        _check_protocol(config.protocol)
         if config.fault_tolerant_mode and not config.work_dir:
             raise ValueError("fault_tolerant_mode needs a work_dir (where the journal is kept)")
         if isinstance(config.worker_addresses, str):
             raise TypeError("worker_addresses: expected a list of 'host:port' strings, got one str")
-        self._config = config
-        if start:
-            self.start()
+        self._init(config, start)
 
-    def start(self):
-        """Starts the server (when created with start=False). Idempotent."""
-        if self._native_server is not None:
-            return
-        c = self._config
-        self._native_server = _native.DispatchServer(
+    @staticmethod
+    def _create(c):
+        return _native.DispatchServer(
             port=c.port, host=c.host, work_dir=c.work_dir or "", fault_tolerant=c.fault_tolerant_mode,
             worker_addresses=list(c.worker_addresses or []),
             worker_timeout_s=_seconds(c.worker_timeout_ms, 600.0, "worker_timeout_ms"),
             client_timeout_s=_seconds(c.client_timeout_ms, 300.0, "client_timeout_ms"),
             job_gc_timeout_s=_seconds(c.job_gc_timeout_ms, 300.0, "job_gc_timeout_ms"))
-
-    @property
-    def port(self):
-        return self._native_server.port
 
     @property
     def target(self):
@@ -146,7 +157,7 @@ class DispatchServer(_Server):
     @property
     def num_workers(self):
         """Workers registered (and not lost) at the moment."""
-        return self._native_server.num_workers
+        return self._started().num_workers
 
     def __repr__(self):
         return f"tfdata.DispatchServer(target={self.target!r})"
@@ -177,39 +188,28 @@ class WorkerServer(_Server):
             raise ValueError("WorkerServer: dispatcher_address is required (e.g. dispatcher.target)")
         if isinstance(config.worker_tags, str):
             raise TypeError("worker_tags: expected a list of str, got one str")
-        _check_port(config.port)
-        _check_protocol(config.protocol)
-        self._config = config
-        if start:
-            self.start()
+        self._init(config, start)
 
-    def start(self):
-        """Starts the server (when created with start=False). Idempotent."""
-        if self._native_server is not None:
-            return
-        c = self._config
+    @staticmethod
+    def _create(c):
         cache = c.cross_trainer_cache_size_bytes
-        self._native_server = _native.WorkerServer(
+        return _native.WorkerServer(
             dispatcher_address=c.dispatcher_address, port=c.port, host=c.host,
             worker_address=c.worker_address or "localhost:%port%", tags=list(c.worker_tags),
-            heartbeat_interval_s=_seconds(c.heartbeat_interval_ms, 1.0, "heartbeat_interval_ms"),
+            heartbeat_interval_s=_seconds(c.heartbeat_interval_ms, 1.0, "heartbeat_interval_ms", allow_never=False),
             allow_plugins=bool(c.allow_plugins),
             cross_trainer_cache_bytes=256 << 20 if cache is None else cache,
             dispatcher_retry_s=_seconds(c.dispatcher_timeout_ms, 30.0, "dispatcher_timeout_ms"))
 
     @property
-    def port(self):
-        return self._native_server.port
-
-    @property
     def worker_address(self):
         """The address the worker gives the dispatcher and readers (``"localhost:PORT"``)."""
-        return self._native_server.address
+        return self._started().address
 
     @property
     def num_tasks(self):
         """Tasks the worker runs at the moment."""
-        return self._native_server.num_tasks
+        return self._started().num_tasks
 
     def __repr__(self):
         return f"tfdata.WorkerServer(worker_address={self.worker_address!r})"

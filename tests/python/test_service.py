@@ -416,3 +416,20 @@ def test_a_blocked_read_releases_the_gil(cluster):
     t.join()
     assert got == [0, 1, 2]
     assert len(ticks) > 100, f"the other thread ran only {len(ticks)} times in about 1 s of waiting"
+
+
+def test_a_port_in_use_is_an_error(cluster):
+    with pytest.raises(tfdata.UnavailableError, match="port in use"):
+        tfdata.DispatchServer(port=cluster.dispatcher.port, host="127.0.0.1")
+    with pytest.raises(tfdata.UnavailableError, match="port in use"):
+        tfdata.WorkerServer(cluster.target, port=cluster.dispatcher.port, host="127.0.0.1")
+    lazy = tfdata.DispatchServer(start=False)
+    with pytest.raises(RuntimeError, match="not started"):
+        lazy.target
+
+
+def test_normalize_takes_mean_and_std_positionally():
+    assert fn.normalize([0.5], [0.25]) == fn.normalize(mean=[0.5], std=[0.25])
+    assert fn.normalize(0.5, 0.25) == fn.normalize(mean=[0.5], std=[0.25])
+    assert list(Pipeline.from_tensor_slices(np.array([[1.0]], np.float32)).map(fn.normalize(0.5, 0.25))) == \
+        [np.array([2.0], np.float32)]
