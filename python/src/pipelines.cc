@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
 #include <set>
 #include <utility>
 
@@ -326,20 +327,23 @@ nb::object SpecToPython(const ElementSpec& spec) {
 }
 
 // The local run behind Pipeline.run(): computes each element here, so it waits without the GIL.
+// Close() may come from another thread while one computes an element: it only marks the run
+// closed, and the iterator is destroyed with the source.
 class LocalSource : public ElementSource {
  public:
   explicit LocalSource(std::unique_ptr<Iterator> it) : it_(std::move(it)) {}
   absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration) override {
-    if (it_ == nullptr) return false;
+    if (closed_.load()) return false;
     auto more = it_->Next(out);
     if (!more.ok()) return more.status();
     return std::optional<bool>(*more);
   }
   bool polls() const override { return false; }
-  void Close() override { it_.reset(); }
+  void Close() override { closed_.store(true); }
 
  private:
-  std::unique_ptr<Iterator> it_;
+  const std::unique_ptr<Iterator> it_;
+  std::atomic<bool> closed_{false};
 };
 
 std::string CanonicalText(const pipeline::Pipeline& p) {

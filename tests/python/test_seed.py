@@ -34,3 +34,12 @@ def test_example_distributed_epoch_over_tfrecord():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "read 300 records of 300; 300 exactly once"
+
+
+def test_example_jax_feed():
+    import pytest
+    pytest.importorskip("jax")
+    path = os.path.join(SOURCE_DIR, "examples", "python", "jax_feed.py")
+    out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "sum of 2x over range(64)" in out.stdout and "4032.0" in out.stdout
