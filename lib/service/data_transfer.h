@@ -1,5 +1,5 @@
 // The data plane: how a reader fetches elements from a worker. Named implementations:
-//   "grpc"   a remote worker's WorkerService (grpc_data_transfer.h)
+//   "grpc"   a remote worker's WorkerService (grpc_worker.h)
 //   "local"  a worker in this process, called directly: no serialization, no copies
 // MakeDataTransferClient picks one by name.
 //

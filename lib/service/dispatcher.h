@@ -1,5 +1,5 @@
 // The dispatcher core: the service's coordinator, without any RPC code. The gRPC adapter
-// (grpc_dispatcher_service.h) turns each DispatcherService RPC into one call here.
+// (grpc_dispatcher.h) turns each DispatcherService RPC into one call here.
 //
 // State lives in DispatcherState and changes only through Apply(Update) (see dispatcher_state.h);
 // this class decides which updates each request causes. Liveness (when workers and clients were
@@ -80,7 +80,6 @@ class Dispatcher {
 
   // For tests and status output.
   size_t NumWorkers() const;
-  uint64_t incarnation_id() const { return incarnation_id_; }
   // How long no job has been active (no unfinished iteration and no reader) as of `now`; counted
   // from the start when none ever was. For --exit-when-idle.
   absl::Duration IdleFor(absl::Time now) const;

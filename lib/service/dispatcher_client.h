@@ -1,5 +1,5 @@
 // The dispatcher as seen by workers and readers: one method per DispatcherService RPC. The
-// implementation used outside tests is GrpcDispatcherClient (grpc_dispatcher_client.h); keeping
+// implementation used outside tests is GrpcDispatcherClient (grpc_dispatcher.h); keeping
 // this an interface keeps the worker and reader cores free of gRPC.
 //
 // Implementations must be thread-safe. Each call is bounded in time (an unreachable dispatcher

@@ -1,5 +1,5 @@
 // The worker core: runs tasks' pipelines and serves their elements, without any RPC code. The gRPC
-// adapter (grpc_worker_service.h) turns GetElements RPCs into calls here; heartbeats go to the
+// adapter (grpc_worker.h) turns GetElements RPCs into calls here; heartbeats go to the
 // dispatcher through a DispatcherClient.
 //
 // Each task has a producer thread that iterates the task's pipeline into a bounded buffer of ready
