@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "lib/pipeline/loader.h"
-#include "lib/service/dispatcher_state.h"
-#include "lib/service/journal.h"
+#include "lib/service/dispatcher/dispatcher_state.h"
+#include "lib/service/dispatcher/journal.h"
 
 using namespace tfdata;
 using namespace tfdata::service;

@@ -4,9 +4,9 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/bench/impact.h"
-#include "lib/service/grpc_dispatcher.h"
-#include "lib/service/grpc_util.h"
-#include "lib/service/reader.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
+#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/client/reader.h"
 
 namespace tfdata::cmd {
 namespace {

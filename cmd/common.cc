@@ -158,7 +158,7 @@ void WaitForStopSignal(const std::function<bool()>& done) {
 #include <cstdio>
 #include <fstream>
 
-#include "lib/service/register_dataset.h"
+#include "lib/service/client/register_dataset.h"
 
 namespace tfdata::cmd {
 

@@ -39,7 +39,7 @@ BuildOptions LocalBuildOptions();
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
 #include "lib/core/tensor.h"
-#include "lib/service/reader.h"
+#include "lib/service/client/reader.h"
 
 namespace tfdata::cmd {
 
@@ -80,7 +80,7 @@ void WaitForStopSignal(const std::function<bool()>& done = {});
 
 }  // namespace tfdata::cmd
 
-#include "lib/service/dispatcher_client.h"
+#include "lib/service/common/dispatcher_client.h"
 
 namespace tfdata::cmd {
 

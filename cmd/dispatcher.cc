@@ -7,8 +7,8 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "absl/strings/str_split.h"
-#include "lib/service/grpc_util.h"
-#include "lib/service/server.h"
+#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/grpc/server.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {

@@ -3,9 +3,9 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
-#include "lib/service/grpc_dispatcher.h"
-#include "lib/service/reader.h"
-#include "lib/service/server.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
+#include "lib/service/client/reader.h"
+#include "lib/service/grpc/server.h"
 
 namespace tfdata::cmd {
 namespace {

@@ -3,11 +3,11 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
-#include "lib/service/grpc_dispatcher.h"
-#include "lib/service/grpc_util.h"
-#include "lib/service/coordinated_reader.h"
-#include "lib/service/reader.h"
-#include "lib/service/wire_compression.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
+#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/client/coordinated_reader.h"
+#include "lib/service/client/reader.h"
+#include "lib/service/common/wire_compression.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {

@@ -2,9 +2,9 @@
 #include "cmd/common.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
-#include "lib/service/grpc_dispatcher.h"
-#include "lib/service/grpc_util.h"
-#include "lib/service/wire_compression.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
+#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/wire_compression.h"
 
 namespace tfdata::cmd {
 namespace {

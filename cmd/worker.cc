@@ -4,8 +4,8 @@
 #include "cmd/common.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
-#include "lib/service/grpc_util.h"
-#include "lib/service/server.h"
+#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/grpc/server.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {

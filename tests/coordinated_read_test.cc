@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "lib/service/coordinated_reader.h"
+#include "lib/service/client/coordinated_reader.h"
 #include "tests/test_cluster.h"
 #include "tests/test_util.h"
 

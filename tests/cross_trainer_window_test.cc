@@ -1,7 +1,7 @@
-// The cross-trainer cache's sliding window (lib/service/cross_trainer_window.h).
+// The cross-trainer cache's sliding window (lib/service/worker/cross_trainer_window.h).
 #include <catch2/catch.hpp>
 
-#include "lib/service/cross_trainer_window.h"
+#include "lib/service/worker/cross_trainer_window.h"
 
 namespace tfdata::service {
 namespace {

@@ -2,8 +2,8 @@
 // dataset compression, driven directly (no gRPC), with the journal on, through a restart.
 #include <catch2/catch.hpp>
 
-#include "lib/service/dispatcher.h"
-#include "lib/service/journal.h"
+#include "lib/service/dispatcher/dispatcher.h"
+#include "lib/service/dispatcher/journal.h"
 #include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "google/protobuf/text_format.h"
-#include "lib/service/dispatcher_state.h"
+#include "lib/service/dispatcher/dispatcher_state.h"
 
 using namespace tfdata::service;
 

@@ -1,7 +1,7 @@
 // The dispatcher core without gRPC, with time driven by the test through CheckTimeouts(now).
 #include <catch2/catch.hpp>
 
-#include "lib/service/dispatcher.h"
+#include "lib/service/dispatcher/dispatcher.h"
 #include "tests/pipeline_util.h"
 
 using namespace tfdata;

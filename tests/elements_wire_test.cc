@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "lib/core/element_codec.h"
-#include "lib/service/elements_wire.h"
+#include "lib/service/common/elements_wire.h"
 #include "tests/wire_util.h"
 #include "proto/service.pb.h"
 

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "lib/service/dispatcher.h"
-#include "lib/service/journal.h"
+#include "lib/service/dispatcher/dispatcher.h"
+#include "lib/service/dispatcher/journal.h"
 #include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 

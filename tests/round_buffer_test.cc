@@ -1,7 +1,7 @@
-// Coordinated reads' rounds on a worker (lib/service/round_buffer.h).
+// Coordinated reads' rounds on a worker (lib/service/worker/round_buffer.h).
 #include <catch2/catch.hpp>
 
-#include "lib/service/round_buffer.h"
+#include "lib/service/worker/round_buffer.h"
 
 namespace tfdata::service {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "lib/service/grpc_dispatcher.h"
-#include "lib/service/grpc_util.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
+#include "lib/service/grpc/grpc_util.h"
 #include "tests/test_cluster.h"
 #include "tests/test_util.h"
 

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "lib/pipeline/loader.h"
-#include "lib/service/grpc_dispatcher.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::testing {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/service/reader.h"
-#include "lib/service/server.h"
+#include "lib/service/client/reader.h"
+#include "lib/service/grpc/server.h"
 
 namespace tfdata::testing {
 

@@ -6,9 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include "lib/core/element_codec.h"
-#include "lib/service/elements_wire.h"
+#include "lib/service/common/elements_wire.h"
 #include "tests/wire_util.h"
-#include "lib/service/wire_compression.h"
+#include "lib/service/common/wire_compression.h"
 #include "proto/service.pb.h"
 
 namespace tfdata::service {

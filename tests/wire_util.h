@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-#include "lib/service/elements_wire.h"
+#include "lib/service/common/elements_wire.h"
 
 namespace tfdata::service {
 

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <grpcpp/grpcpp.h>
 
-#include "lib/service/host_util.h"
+#include "lib/service/common/host_util.h"
 #include "proto/service.grpc.pb.h"
 #include "tests/test_cluster.h"
 #include "tests/test_util.h"

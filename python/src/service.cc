@@ -7,13 +7,13 @@
 
 #include <memory>
 
-#include "lib/service/coordinated_reader.h"
-#include "lib/service/grpc_dispatcher.h"
-#include "lib/service/grpc_util.h"
-#include "lib/service/reader.h"
-#include "lib/service/register_dataset.h"
-#include "lib/service/server.h"
-#include "lib/service/wire_compression.h"
+#include "lib/service/client/coordinated_reader.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
+#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/client/reader.h"
+#include "lib/service/client/register_dataset.h"
+#include "lib/service/grpc/server.h"
+#include "lib/service/common/wire_compression.h"
 #include "python/src/iterator.h"
 #include "python/src/pipelines.h"
 #include "python/src/status.h"

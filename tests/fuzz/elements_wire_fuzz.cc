@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/service/elements_wire.h"
+#include "lib/service/common/elements_wire.h"
 
 using tfdata::service::DecodeElements;
 

@@ -1,0 +1,324 @@
+#include "lib/service/client/reader.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "lib/service/dispatcher/dispatcher_state.h"
+#include "lib/service/common/host_util.h"
+#include "lib/service/worker/worker.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+namespace {
+
+// A worker that fails this many fetches in a row (connection refused, time-out) is given up.
+constexpr int kMaxFailures = 3;
+
+bool IsTransportError(const absl::Status& st) {
+  return absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
+}
+
+}  // namespace
+
+bool IsLocalWorker(const std::string& address) { return Worker::FindLocal(address) != nullptr || IsThisHost(address); }
+
+TargetWorkers ResolveTargetWorkers(TargetWorkers target) {
+  if (target != TARGET_WORKERS_AUTO) return target;
+  return Worker::AnyLocal() ? TARGET_WORKERS_LOCAL : TARGET_WORKERS_ANY;
+}
+
+bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::string& worker_tag) {
+  if (!worker_tag.empty() &&
+      std::find(task.worker_tags().begin(), task.worker_tags().end(), worker_tag) == task.worker_tags().end()) {
+    return false;
+  }
+  return resolved != TARGET_WORKERS_LOCAL || IsLocalWorker(task.worker_address());
+}
+
+Reader::Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher)
+    : options_(std::move(options)), dispatcher_(std::move(dispatcher)) {}
+
+absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
+                                                       std::unique_ptr<DispatcherClient> dispatcher) {
+  if (options.max_outstanding_requests < 1) {
+    return absl::InvalidArgumentError("--max-outstanding-requests must be at least 1");
+  }
+  if (options.cross_trainer_cache && options.trainer_id.empty()) {
+    return absl::InvalidArgumentError("--cross-trainer-cache needs a --trainer-id naming this trainer");
+  }
+  if (!options.cross_trainer_cache && !options.trainer_id.empty()) {
+    return absl::InvalidArgumentError("--trainer-id needs --cross-trainer-cache");
+  }
+  std::unique_ptr<Reader> r(new Reader(std::move(options), std::move(dispatcher)));
+  r->target_ = ResolveTargetWorkers(r->options_.target_workers);
+  GetOrCreateJobRequest req;
+  req.set_dataset_id(r->options_.dataset_id);
+  req.set_mode(r->options_.mode);
+  req.set_job_name(r->options_.job_name);
+  req.set_cross_trainer_cache(r->options_.cross_trainer_cache);
+  GetOrCreateJobResponse resp;
+  if (auto st = r->dispatcher_->GetOrCreateJob(req, &resp); !st.ok()) return st;
+  r->job_id_ = resp.job_id();
+  r->client_id_ = resp.client_id();
+  r->warning_ = resp.warning();
+  if (auto st = r->HeartbeatOnce(); !st.ok()) {
+    r->Close();
+    return st;
+  }
+  r->threads_.emplace_back([p = r.get()] { p->HeartbeatLoop(); });
+  for (int i = 0; i < r->options_.max_outstanding_requests; ++i) r->threads_.emplace_back([p = r.get()] { p->FetchLoop(); });
+  return r;
+}
+
+Reader::~Reader() { Close(); }
+
+void Reader::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  ReleaseClientQuietly(*dispatcher_, client_id_);
+}
+
+int64_t Reader::tasks_dropped() const {
+  absl::MutexLock lock(&mu_);
+  return tasks_dropped_;
+}
+
+int64_t Reader::splits_lost() const {
+  absl::MutexLock lock(&mu_);
+  return splits_lost_;
+}
+
+int64_t Reader::elements_skipped() const {
+  absl::MutexLock lock(&mu_);
+  return elements_skipped_;
+}
+
+void Reader::DropLocked(TaskState& ts) {
+  ts.ended = true;
+  ++tasks_dropped_;
+  splits_lost_ += ts.splits_undelivered;
+  DeliverLocked(ts, /*all=*/true);
+}
+
+int64_t Reader::num_tasks() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(tasks_.size());
+}
+
+absl::Status Reader::HeartbeatOnce() {
+  ClientHeartbeatRequest req;
+  req.set_client_id(client_id_);
+  ClientHeartbeatResponse resp;
+  absl::Status st = dispatcher_->ClientHeartbeat(req, &resp);
+  absl::MutexLock lock(&mu_);
+  if (!st.ok()) {
+    if (absl::IsNotFound(st)) {
+      error_ = absl::NotFoundError(absl::StrCat("the dispatcher no longer knows this reader's job (it restarted "
+                                                "without --fault-tolerant, or released this reader): ",
+                                                st.message()));
+      return error_;
+    }
+    return st;
+  }
+  if (dispatcher_incarnation_ != 0 && resp.incarnation_id() != dispatcher_incarnation_) {
+    spdlog::warn("reader: the dispatcher restarted and still knows this reader's job (fault-tolerant): carrying on");
+  }
+  dispatcher_incarnation_ = resp.incarnation_id();
+  heard_ = true;
+  listed_tasks_.clear();
+  for (const TaskInfo& t : resp.tasks()) {
+    if (!TaskTargeted(t, target_, options_.worker_tag)) continue;
+    listed_tasks_.push_back(t.task_id());
+    if (auto known = tasks_.find(t.task_id()); known != tasks_.end()) {
+      if (!known->second.ended) known->second.splits_undelivered = t.splits_undelivered();
+      continue;
+    }
+    TaskState ts;
+    ts.address = t.worker_address();
+    ts.splits_undelivered = t.splits_undelivered();
+    auto client = MakeDataTransferClient(options_.protocol, t.worker_address());
+    if (!client.ok()) {
+      spdlog::warn("reader: skipping {} on worker {}: {}", TaskName(t.task_id()), t.worker_address(),
+                   client.status().ToString());
+      ts.ended = true;
+      ++tasks_dropped_;
+      splits_lost_ += ts.splits_undelivered;
+    } else {
+      ts.client = *std::move(client);
+    }
+    tasks_.emplace(t.task_id(), std::move(ts));
+  }
+  // A task the dispatcher dropped (its worker was lost) is not read any further.
+  for (auto& [id, ts] : tasks_) {
+    if (!ts.ended && std::find(listed_tasks_.begin(), listed_tasks_.end(), id) == listed_tasks_.end()) {
+      spdlog::warn("reader: {} on worker {} was removed by the dispatcher", TaskName(id), ts.address);
+      DropLocked(ts);
+    }
+  }
+  iteration_finished_ = resp.iteration_finished();
+  only_untargeted_ = resp.tasks_size() > 0 && listed_tasks_.empty() && tasks_.empty();
+  if (only_untargeted_) {
+    const absl::Time now = absl::Now();
+    untargeted_since_ = std::min(untargeted_since_, now);
+    if (now - untargeted_since_ > options_.untargeted_timeout) {
+      std::string workers;
+      for (const TaskInfo& t : resp.tasks()) absl::StrAppend(&workers, workers.empty() ? "" : ", ", t.worker_address());
+      error_ = absl::FailedPreconditionError(absl::StrCat(
+          "none of the job's workers (", workers, ") is ",
+          target_ == TARGET_WORKERS_LOCAL ? "local (in this process or on this host)" : "a worker",
+          options_.worker_tag.empty() ? "" : absl::StrCat(" with tag \"", options_.worker_tag, "\""),
+          ": check --target-workers / --worker-tag"));
+      return error_;
+    }
+  } else {
+    untargeted_since_ = absl::InfiniteFuture();
+  }
+  return absl::OkStatus();
+}
+
+void Reader::HeartbeatLoop() {
+  bool failing = false;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.ok() || DoneLocked(); };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop), options_.heartbeat_interval)) return;
+    }
+    absl::Status st = HeartbeatOnce();
+    if (!st.ok() && !failing) spdlog::warn("reader: heartbeat failed (reading goes on from known workers): {}", st.ToString());
+    failing = !st.ok();
+  }
+}
+
+bool Reader::DoneLocked() const {
+  if (!heard_ || only_untargeted_) return false;  // nothing to read yet: wait for a targeted worker (or the error)
+  bool all_ended = true;
+  for (int64_t id : listed_tasks_) all_ended = all_ended && tasks_.at(id).ended;
+  // No tasks yet means no worker has joined: wait, unless the iteration has already finished.
+  return all_ended && (iteration_finished_ || !listed_tasks_.empty());
+}
+
+bool Reader::FullLocked() const {
+  return static_cast<int64_t>(ready_.size()) >= options_.buffer_elements || ready_bytes_ >= options_.buffer_bytes;
+}
+
+void Reader::FetchLoop() {
+  while (true) {
+    int64_t task_id = -1, request = 0;
+    DataTransferClient* client = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      auto pick = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (closed_ || !error_.ok() || DoneLocked()) return true;
+        if (FullLocked()) return false;
+        const absl::Time now = absl::Now();
+        // Round robin over the tasks, starting after the one picked last.
+        auto it = tasks_.upper_bound(next_task_cursor_);
+        for (size_t n = 0; n < tasks_.size(); ++n, ++it) {
+          if (it == tasks_.end()) it = tasks_.begin();
+          TaskState& ts = it->second;
+          if (!ts.ended && static_cast<int>(ts.in_flight.size()) < options_.max_requests_per_task &&
+              ts.retry_after <= now) {
+            task_id = it->first;
+            return true;
+          }
+        }
+        return false;
+      };
+      // Re-check periodically: retry_after deadlines pass without a state change.
+      while (!pick()) fetch_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(20));
+      if (task_id < 0) return;
+      TaskState& ts = tasks_.at(task_id);
+      request = ts.next_request++;
+      ts.in_flight.insert(request);
+      next_task_cursor_ = task_id;
+      client = ts.client.get();
+    }
+    GetElementsRequest req;
+    req.set_task_id(task_id);
+    req.set_client_id(client_id_);
+    req.set_max_elements(options_.max_elements_per_request);
+    req.set_max_bytes(options_.max_bytes_per_request);
+    req.set_timeout_ms(200);  // short, so Close() is prompt
+    req.set_trainer_id(options_.trainer_id);
+    auto result = client->GetElements(req);
+
+    absl::MutexLock lock(&mu_);
+    CompleteLocked(task_id, request, std::move(result));
+  }
+}
+
+void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result) {
+  TaskState& ts = tasks_.at(task_id);
+  ts.in_flight.erase(request);
+  for (HeldResponse& h : ts.held) h.waiting_for.erase(request);
+  if (!result.ok()) {
+    if (IsTransportError(result.status())) {
+      if (++ts.failures >= kMaxFailures && !ts.ended) {
+        spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address, result.status().ToString());
+        DropLocked(ts);
+      }
+      ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
+    } else if (absl::IsNotFound(result.status())) {
+      // The worker has not heard of the task yet (it learns of it at its next heartbeat).
+      ts.retry_after = absl::Now() + absl::Milliseconds(20);
+    } else if (error_.ok()) {
+      error_ = result.status();
+    }
+  } else {
+    ts.failures = 0;
+    elements_skipped_ += result->elements_skipped;
+    ts.held.push_back(HeldResponse{*std::move(result), ts.in_flight});
+  }
+  DeliverLocked(ts, /*all=*/ts.ended);
+}
+
+void Reader::DeliverLocked(TaskState& ts, bool all) {
+  // Deliver, in stream order, every response that nothing in flight can precede.
+  std::stable_sort(ts.held.begin(), ts.held.end(), [](const HeldResponse& a, const HeldResponse& b) {
+    return a.result.first_index < b.result.first_index;
+  });
+  size_t released = 0;
+  for (; released < ts.held.size() && (all || ts.held[released].waiting_for.empty()); ++released) {
+    GetElementsResult& r = ts.held[released].result;
+    for (Element& e : r.elements) {
+      const auto bytes = static_cast<int64_t>(ElementByteSize(e));
+      ready_bytes_ += bytes;
+      ready_.push_back(Ready{std::move(e), bytes});
+    }
+    if (r.end_of_sequence) ts.ended = true;
+  }
+  ts.held.erase(ts.held.begin(), ts.held.begin() + static_cast<std::ptrdiff_t>(released));
+}
+
+absl::StatusOr<bool> Reader::Next(Element* out) {
+  auto more = NextWithin(out, absl::InfiniteDuration());
+  if (!more.ok()) return more.status();
+  return **more;
+}
+
+absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !ready_.empty() || !error_.ok() || closed_ || DoneLocked();
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return std::nullopt;
+  if (!ready_.empty()) {
+    const bool was_full = FullLocked();
+    *out = std::move(ready_.front().element);
+    ready_bytes_ -= ready_.front().bytes;
+    ready_.pop_front();
+    // Fetchers blocked on a full buffer resume as soon as there is room.
+    if (was_full && !FullLocked()) fetch_cv_.SignalAll();
+    return true;
+  }
+  if (!error_.ok()) return error_;
+  return false;
+}
+
+}  // namespace tfdata::service

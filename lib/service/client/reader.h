@@ -1,0 +1,162 @@
+// The reader: the client side of the service (`tfdata read`, `tfdata local`, a C++ trainer).
+//
+// It gets or creates the job and its iteration, heartbeats to the dispatcher to learn the current
+// tasks, fetches elements from all tasks in parallel (at most max_outstanding_requests requests in
+// flight, at most max_requests_per_task per task; each task's elements are delivered in the
+// task's order whatever order the responses arrive in), and ends once every task
+// has ended. A worker that cannot be reached is skipped (its task dropped, counted in
+// tasks_dropped()) and reading goes on from the others. Close() (or the destructor) releases the
+// iteration at the dispatcher.
+//
+// Next() is for one consumer thread; the other methods are thread-safe.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "lib/core/tensor.h"
+#include "lib/service/common/data_transfer.h"
+#include "lib/service/common/dispatcher_client.h"
+
+namespace tfdata::service {
+
+struct ReaderOptions {
+  std::string dataset_id;
+  ProcessingMode mode = PARALLEL_EPOCHS;
+  std::string job_name;  // empty: a job of its own
+  int max_outstanding_requests = 4;
+  // Requests in flight to one task, at most: 2 overlaps one response's transfer with the next.
+  int max_requests_per_task = 2;
+  std::string protocol = "grpc";  // data plane: "grpc" or "local"
+  absl::Duration heartbeat_interval = absl::Milliseconds(200);
+  // Bounds of one GetElements response.
+  int max_elements_per_request = 4096;
+  int64_t max_bytes_per_request = 16 << 20;
+  // Fetched elements waiting for Next(), at most (fetching pauses at either bound).
+  int64_t buffer_elements = 16384;
+  int64_t buffer_bytes = 64 << 20;
+  // Which workers to read from: any; local (in this process or on this host); auto (local when
+  // this process runs a worker, any otherwise). And, when set, only workers with this tag.
+  TargetWorkers target_workers = TARGET_WORKERS_AUTO;
+  std::string worker_tag;
+  // Cross-trainer cache: join the named job as trainer `trainer_id` (each trainer reads the whole
+  // stream; workers keep a sliding window of it). Needs job_name.
+  bool cross_trainer_cache = false;
+  std::string trainer_id;
+  // With a filter that matches none of the job's workers, how long to wait for a matching one
+  // before failing.
+  absl::Duration untargeted_timeout = absl::Seconds(5);
+};
+
+// Whether a worker at `address` counts as local: it runs in this process or on this host.
+bool IsLocalWorker(const std::string& address);
+// The reader's effective choice for `target` (auto resolved), and a task filter made of it.
+TargetWorkers ResolveTargetWorkers(TargetWorkers target);
+bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::string& worker_tag);
+
+class Reader {
+ public:
+  // Joins the job (one dispatcher call, bounded by the client's deadline) and starts fetching.
+  static absl::StatusOr<std::unique_ptr<Reader>> Create(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
+  ~Reader();
+
+  // The next element (true), or the end of the data (false). Errors from the pipeline on a worker
+  // and an iteration the dispatcher no longer knows end the read.
+  absl::StatusOr<bool> Next(Element* out);
+  // Next(), waiting at most `timeout`: nullopt when nothing came in time (the read goes on). For
+  // callers that must stay responsive while they wait (the Python binding checks for Ctrl-C).
+  absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration timeout);
+  // Stops fetching and releases the iteration. Idempotent.
+  void Close();
+
+  int64_t job_id() const { return job_id_; }
+  int64_t client_id() const { return client_id_; }
+  // Non-empty when the dispatcher warned (e.g. the named job had already finished).
+  const std::string& warning() const { return warning_; }
+  // Tasks dropped because their worker could not be reached.
+  int64_t tasks_dropped() const;
+  // Tasks this reader has learned of so far (read, being read or dropped).
+  int64_t num_tasks() const;
+  // distributed_epoch: splits lost with the tasks this reader dropped (their worker died): the
+  // splits each held and had not reported delivered. Every element missing from the epoch belongs
+  // to one of them; a split counted may have been delivered in part (an upper bound).
+  int64_t splits_lost() const;
+  // Cross-trainer cache: elements this trainer skipped because they had left a worker's window
+  // before it asked for them (it fell too far behind the fastest trainer).
+  int64_t elements_skipped() const;
+
+ private:
+  // A response that may only be delivered once the requests that were in flight to the same task
+  // when it arrived have answered (one of them may hold earlier elements of the stream).
+  struct HeldResponse {
+    GetElementsResult result;
+    std::set<int64_t> waiting_for;  // request numbers
+  };
+  struct TaskState {
+    std::string address;
+    std::unique_ptr<DataTransferClient> client;
+    bool ended = false;
+    int64_t next_request = 0;
+    std::set<int64_t> in_flight;  // request numbers
+    std::vector<HeldResponse> held;
+    int failures = 0;
+    absl::Time retry_after = absl::InfinitePast();
+    int64_t splits_undelivered = 0;  // as of the last heartbeat
+  };
+
+  Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
+  void HeartbeatLoop();
+  absl::Status HeartbeatOnce();
+  void FetchLoop();
+  bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool FullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the answer to request `request` of the task and delivers what is now in stream order.
+  void CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives a task up: counts it dropped, its undelivered splits lost, delivers what it holds.
+  void DropLocked(TaskState& ts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves held responses to ready_: those nothing in flight can precede, or (`all`) every one.
+  void DeliverLocked(TaskState& ts, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ReaderOptions options_;
+  const std::unique_ptr<DispatcherClient> dispatcher_;
+  int64_t job_id_ = 0, client_id_ = 0;
+  std::string warning_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar fetch_cv_;  // fetchers waiting for a task or for room in ready_
+  std::map<int64_t, TaskState> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> listed_tasks_ ABSL_GUARDED_BY(mu_);  // as of the last heartbeat
+  bool heard_ ABSL_GUARDED_BY(mu_) = false;                 // at least one heartbeat answered
+  bool iteration_finished_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t next_task_cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  struct Ready {
+    Element element;
+    int64_t bytes;
+  };
+  std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
+  int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t elements_skipped_ ABSL_GUARDED_BY(mu_) = 0;
+  TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
+  // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
+  absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool only_untargeted_ ABSL_GUARDED_BY(mu_) = false;  // the job has tasks, none of them targeted
+  uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tfdata::service

@@ -1,0 +1,142 @@
+// The dispatcher core: the service's coordinator, without any RPC code. The gRPC adapter
+// (grpc_dispatcher.h) turns each DispatcherService RPC into one call here.
+//
+// State lives in DispatcherState and changes only through Apply(Update) (see dispatcher_state.h);
+// this class decides which updates each request causes. Liveness (when workers and clients were
+// last heard from) is not state: it is rebuilt from heartbeats.
+//
+// Thread-safe: every public method may be called from any thread. Start() begins the background
+// liveness checks; the destructor (or Stop()) ends them.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "lib/pipeline/splits.h"
+#include "lib/service/dispatcher/dispatcher_state.h"
+#include "lib/service/dispatcher/journal.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+
+struct DispatcherConfig {
+  // A worker silent this long is lost: its tasks leave the clients' task lists.
+  absl::Duration worker_timeout = absl::Minutes(10);
+  // A client silent this long is released.
+  absl::Duration client_timeout = absl::Minutes(5);
+  // An iteration with no clients this long is garbage-collected (InfiniteDuration: never).
+  absl::Duration job_gc_timeout = absl::Minutes(5);
+  // Static sharding: the fixed worker list, as the workers advertise themselves ("host:port");
+  // a worker's index is its position. When set, other workers are refused. Empty: any worker.
+  std::vector<std::string> worker_addresses;
+  // Fault tolerance: journal every state change to `work_dir`/journal (synced before the RPC is
+  // answered) and replay it on start. fault_tolerant without a work_dir is an error.
+  std::string work_dir;
+  bool fault_tolerant = false;
+  // The journal's file writes (tests substitute torn writes and full disks). Null: the real file.
+  std::function<absl::StatusOr<std::unique_ptr<JournalFile>>(const std::string& path)> open_journal_file;
+  // Compaction: after this many records the journal is rewritten as one snapshot of the state,
+  // so restart time stays bounded on long jobs.
+  int64_t compact_after_records = 100000;
+};
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(DispatcherConfig config);
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  // Fault-tolerant dispatchers: opens the work directory and replays its journal through the same
+  // Apply as live updates (a torn last record is dropped with a warning; corruption elsewhere, or a
+  // directory that cannot be created or written, is an error). Call before serving. A no-op
+  // otherwise.
+  absl::Status Recover();
+  // Starts the background thread that applies the time-outs.
+  void Start();
+  void Stop();
+
+  absl::Status RegisterDataset(const RegisterDatasetRequest& req, RegisterDatasetResponse* resp);
+  absl::Status GetDataset(const GetDatasetRequest& req, GetDatasetResponse* resp);
+  absl::Status GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp);
+  absl::Status ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp);
+  absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp);
+  absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp);
+  absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp);
+
+  // Applies the time-outs as of `now`: loses silent workers, releases silent clients,
+  // garbage-collects iterations without clients. Called by the background thread; public so that
+  // tests can drive time.
+  void CheckTimeouts(absl::Time now);
+
+  // For tests and status output.
+  size_t NumWorkers() const;
+  // How long no job has been active (no unfinished iteration and no reader) as of `now`; counted
+  // from the start when none ever was. For --exit-when-idle.
+  absl::Duration IdleFor(absl::Time now) const;
+
+ private:
+  absl::Status ApplyLocked(const Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates a task on `worker` for every active iteration that has none there.
+  absl::Status AssignTasksLocked(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CreateTaskLocked(int64_t iteration_id, const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseClientLocked(int64_t client_id, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FillTaskDef(int64_t task_id, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Coordinated reads (dispatcher_rounds.cc). The rotation of an iteration's tasks changes only at
+  // a round no consumer can have fetched yet: at or above every round limit granted to its clients.
+  // Checks the request's coordinated-read and cross-trainer-cache options against each other.
+  static absl::Status CheckJobOptions(const GetOrCreateJobRequest& req);
+  // OK for a pipeline that never ends (coordinated reads need one).
+  static absl::Status CheckInfinite(const pipeline::Pipeline& pipeline);
+  // Raises the client's round limit (its lease) from its heartbeat and returns it.
+  void GrantRoundsLocked(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first round a rotation change may take effect at; nullopt while some client of the
+  // iteration has not reported its limit to this dispatcher process (after a restart).
+  std::optional<int64_t> RotationChangeRoundLocked(int64_t iteration_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records where a lost worker's coordinated tasks leave their rotation.
+  void AddTaskEndsLocked(const std::vector<int64_t>& tasks, RemoveWorkerUpdate* u) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).
+  absl::StatusOr<const SplitPlan*> SplitPlanLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TimeoutLoop();
+  // Rewrites the journal as a snapshot of the state; on failure keeps the current one.
+  void CompactLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const DispatcherConfig config_;
+  mutable absl::Mutex mu_;
+  DispatcherState state_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Time> worker_last_seen_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Time> client_last_seen_ ABSL_GUARDED_BY(mu_);
+  // Coordinated reads: each client's consumer index and granted round limit, rebuilt from
+  // heartbeats after a restart (soft state, like liveness).
+  struct ClientRounds {
+    int32_t consumer_index = 0;
+    int64_t limit = 0;
+  };
+  std::map<int64_t, ClientRounds> client_rounds_ ABSL_GUARDED_BY(mu_);
+  // Iterations that have no clients, and since when.
+  std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
+  std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);      // logged once each
+  std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);      // fault-tolerant only
+  std::string journal_path_ ABSL_GUARDED_BY(mu_);
+  int64_t compact_at_ ABSL_GUARDED_BY(mu_) = 0;  // records_written() that triggers compaction
+  absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  const uint64_t incarnation_id_;
+
+  absl::Notification stop_;
+  std::thread timeout_thread_;
+};
+
+}  // namespace tfdata::service

@@ -1,0 +1,402 @@
+#include "lib/service/dispatcher/dispatcher_state.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace tfdata::service {
+namespace {
+
+absl::Status Inconsistent(const std::string& what) {
+  return absl::FailedPreconditionError(absl::StrCat("dispatcher state: ", what));
+}
+
+template <typename Map, typename Key>
+auto* Find(Map& map, const Key& key) {
+  auto it = map.find(key);
+  return it == map.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+std::string JobName(int64_t id) { return absl::StrCat("job ", id); }
+std::string IterationName(int64_t id) { return absl::StrCat("iteration ", id); }
+std::string TaskName(int64_t id) { return absl::StrCat("task ", id); }
+std::string ClientName(int64_t id) { return absl::StrCat("client ", id); }
+
+absl::Status DispatcherState::Apply(const Update& update) {
+  switch (update.kind_case()) {
+    case Update::kRegisterDataset: return RegisterDataset(update.register_dataset());
+    case Update::kRegisterWorker: return RegisterWorker(update.register_worker());
+    case Update::kCreateJob: return CreateJob(update.create_job());
+    case Update::kCreateIteration: return CreateIteration(update.create_iteration());
+    case Update::kCreateTask: return CreateTask(update.create_task());
+    case Update::kFinishTask: return FinishTask(update.finish_task());
+    case Update::kRemoveWorker: return RemoveWorker(update.remove_worker());
+    case Update::kAcquireClient: return AcquireClient(update.acquire_client());
+    case Update::kReleaseClient: return ReleaseClient(update.release_client());
+    case Update::kGarbageCollectIteration: return GarbageCollectIteration(update.garbage_collect_iteration());
+    case Update::kAssignSplits: return AssignSplits(update.assign_splits());
+    case Update::kDeliverSplits: return DeliverSplits(update.deliver_splits());
+    case Update::kSnapshot: return Restore(update.snapshot());
+    case Update::KIND_NOT_SET: break;
+  }
+  return Inconsistent("empty update record");
+}
+
+absl::Status DispatcherState::RegisterDataset(const RegisterDatasetUpdate& u) {
+  if (u.dataset_id().empty()) return Inconsistent("dataset with an empty id");
+  if (datasets_.contains(u.dataset_id())) return Inconsistent("dataset " + u.dataset_id() + " registered twice");
+  datasets_[u.dataset_id()] = Dataset{u.dataset_id(), u.fingerprint(), u.pipeline(), u.compression()};
+  dataset_by_fingerprint_.emplace(u.fingerprint(), u.dataset_id());  // the first id keeps the fingerprint
+  int64_t n = 0;
+  if (absl::SimpleAtoi(u.dataset_id(), &n) && n >= next_dataset_number_) next_dataset_number_ = n + 1;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::RegisterWorker(const RegisterWorkerUpdate& u) {
+  const std::vector<std::string> tags(u.tags().begin(), u.tags().end());
+  // Registering a known worker again is only a change of its tags.
+  if (!workers_.insert(u.worker_address()).second && WorkerTags(u.worker_address()) == tags) {
+    return Inconsistent("worker " + u.worker_address() + " registered twice");
+  }
+  if (tags.empty()) {
+    worker_tags_.erase(u.worker_address());
+  } else {
+    worker_tags_[u.worker_address()] = tags;
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<std::string>& DispatcherState::WorkerTags(const std::string& address) const {
+  static const std::vector<std::string> kNone;
+  auto it = worker_tags_.find(address);
+  return it == worker_tags_.end() ? kNone : it->second;
+}
+
+absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
+  if (u.job_id() != next_job_id_) return Inconsistent(absl::StrCat("job id ", u.job_id(), " out of order"));
+  if (!datasets_.contains(u.dataset_id())) return Inconsistent("job of unknown dataset " + u.dataset_id());
+  if (!u.job_name().empty() && job_by_name_.contains(u.job_name())) {
+    return Inconsistent("job name " + u.job_name() + " used twice");
+  }
+  if (u.num_consumers() < 0) return Inconsistent("negative num_consumers");
+  jobs_[u.job_id()] = Job{u.job_id(), u.dataset_id(), u.mode(), u.job_name(), {}, u.num_consumers(),
+                          u.cross_trainer_cache()};
+  if (!u.job_name().empty()) job_by_name_[u.job_name()] = u.job_id();
+  ++next_job_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::CreateIteration(const CreateIterationUpdate& u) {
+  if (u.iteration_id() != next_iteration_id_) return Inconsistent("iteration id out of order");
+  Job* job = Find(jobs_, u.job_id());
+  if (job == nullptr) return Inconsistent("iteration of unknown " + JobName(u.job_id()));
+  if (u.repetition() != static_cast<int64_t>(job->iterations.size())) return Inconsistent("repetition out of order");
+  Iteration it;
+  it.id = u.iteration_id();
+  it.job_id = u.job_id();
+  it.repetition = u.repetition();
+  iterations_[it.id] = it;
+  job->iterations.push_back(it.id);
+  ++next_iteration_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::CreateTask(const CreateTaskUpdate& u) {
+  if (u.task_id() != next_task_id_) return Inconsistent("task id out of order");
+  Iteration* it = Find(iterations_, u.iteration_id());
+  if (it == nullptr || it->garbage_collected) return Inconsistent("task of unknown " + IterationName(u.iteration_id()));
+  if (!workers_.contains(u.worker_address())) return Inconsistent("task on unknown worker " + u.worker_address());
+  if (HasTaskOnWorker(u.iteration_id(), u.worker_address())) return Inconsistent("two tasks on one worker");
+  Task t{u.task_id(), u.iteration_id(), u.worker_address(), false};
+  t.starting_round = u.starting_round();
+  tasks_[u.task_id()] = t;
+  it->tasks.insert(u.task_id());
+  ++next_task_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::FinishTask(const FinishTaskUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("finish of unknown " + TaskName(u.task_id()));
+  t->finished = true;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::RemoveWorker(const RemoveWorkerUpdate& u) {
+  if (workers_.erase(u.worker_address()) == 0) return Inconsistent("removal of unknown worker " + u.worker_address());
+  worker_tags_.erase(u.worker_address());
+  std::map<int64_t, int64_t> ends;
+  for (const TaskEnd& e : u.task_ends()) ends[e.task_id()] = e.ending_round();
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    if (it->second.worker_address == u.worker_address()) {
+      if (Iteration* iter = Find(iterations_, it->second.iteration_id)) {
+        if (auto end = ends.find(it->first); end != ends.end()) {
+          iter->ended_tasks[it->first] = EndedTask{it->second.worker_address, it->second.starting_round, end->second};
+        }
+        iter->tasks.erase(it->first);
+        // The splits it held and had not delivered are gone: never handed out again (at most once).
+        // (A finished task may still have had elements buffered.)
+        iter->splits_lost += it->second.splits_assigned - it->second.splits_delivered;
+      }
+      it = tasks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::AcquireClient(const AcquireClientUpdate& u) {
+  if (u.client_id() != next_client_id_) return Inconsistent("client id out of order");
+  Iteration* it = Find(iterations_, u.iteration_id());
+  if (it == nullptr || it->garbage_collected) return Inconsistent("client of unknown " + IterationName(u.iteration_id()));
+  it->clients.insert(u.client_id());
+  client_iteration_[u.client_id()] = u.iteration_id();
+  ++next_client_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::ReleaseClient(const ReleaseClientUpdate& u) {
+  auto c = client_iteration_.find(u.client_id());
+  if (c == client_iteration_.end()) return Inconsistent("release of unknown " + ClientName(u.client_id()));
+  if (Iteration* it = Find(iterations_, c->second)) it->clients.erase(u.client_id());
+  client_iteration_.erase(c);
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::GarbageCollectIteration(const GarbageCollectIterationUpdate& u) {
+  Iteration* it = Find(iterations_, u.iteration_id());
+  if (it == nullptr || it->garbage_collected) return Inconsistent("gc of unknown " + IterationName(u.iteration_id()));
+  for (int64_t t : it->tasks) tasks_.erase(t);
+  it->tasks.clear();
+  for (int64_t c : it->clients) client_iteration_.erase(c);
+  it->clients.clear();
+  it->garbage_collected = true;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("splits for unknown " + TaskName(u.task_id()));
+  Iteration* it = Find(iterations_, t->iteration_id);
+  if (it == nullptr) return Inconsistent("splits for a task of an unknown iteration");
+  if (u.epoch() < 0 || u.count() <= 0) return Inconsistent("empty split assignment");
+  int64_t& next = it->next_split[u.epoch()];
+  if (u.first() != next) {
+    return Inconsistent(absl::StrCat("splits of epoch ", u.epoch(), " out of order: ", u.first(), " after ", next));
+  }
+  next += u.count();
+  t->splits_assigned += u.count();
+  t->last_epoch = u.epoch();
+  t->last_first = u.first();
+  t->last_count = u.count();
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::DeliverSplits(const DeliverSplitsUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("delivery report for unknown " + TaskName(u.task_id()));
+  if (u.splits_delivered() > t->splits_assigned) return Inconsistent("more splits delivered than assigned");
+  t->splits_delivered = std::max(t->splits_delivered, u.splits_delivered());
+  return absl::OkStatus();
+}
+
+StateSnapshot DispatcherState::Snapshot() const {
+  StateSnapshot s;
+  for (const auto& [id, d] : datasets_) {
+    auto* o = s.add_datasets();
+    o->set_id(d.id);
+    o->set_fingerprint(d.fingerprint);
+    *o->mutable_pipeline() = d.pipeline;
+    o->set_compression(d.compression);
+  }
+  for (const std::string& w : workers_) s.add_workers(w);
+  for (const auto& [w, tags] : worker_tags_) {
+    auto* o = s.add_worker_tags();
+    o->set_address(w);
+    for (const std::string& t : tags) o->add_tags(t);
+  }
+  for (const auto& [id, j] : jobs_) {
+    auto* o = s.add_jobs();
+    o->set_id(j.id);
+    o->set_dataset_id(j.dataset_id);
+    o->set_mode(j.mode);
+    o->set_name(j.name);
+    for (int64_t i : j.iterations) o->add_iterations(i);
+    o->set_num_consumers(j.num_consumers);
+    o->set_cross_trainer_cache(j.cross_trainer_cache);
+  }
+  for (const auto& [id, it] : iterations_) {
+    auto* o = s.add_iterations();
+    o->set_id(it.id);
+    o->set_job_id(it.job_id);
+    o->set_repetition(it.repetition);
+    for (int64_t t : it.tasks) o->add_tasks(t);
+    for (int64_t c : it.clients) o->add_clients(c);
+    o->set_garbage_collected(it.garbage_collected);
+    for (const auto& [epoch, next] : it.next_split) {
+      auto* e = o->add_next_split();
+      e->set_epoch(epoch);
+      e->set_next_split(next);
+    }
+    o->set_splits_lost(it.splits_lost);
+    for (const auto& [task_id, e] : it.ended_tasks) {
+      auto* t = s.add_ended_tasks();
+      t->set_id(task_id);
+      t->set_iteration_id(it.id);
+      t->set_worker_address(e.worker_address);
+      t->set_starting_round(e.starting_round);
+      t->set_ending_round(e.ending_round);
+    }
+  }
+  for (const auto& [id, t] : tasks_) {
+    auto* o = s.add_tasks();
+    o->set_id(t.id);
+    o->set_iteration_id(t.iteration_id);
+    o->set_worker_address(t.worker_address);
+    o->set_finished(t.finished);
+    o->set_splits_assigned(t.splits_assigned);
+    o->set_splits_delivered(t.splits_delivered);
+    o->set_last_epoch(t.last_epoch);
+    o->set_last_first(t.last_first);
+    o->set_last_count(t.last_count);
+    o->set_starting_round(t.starting_round);
+  }
+  for (const auto& [client, iteration] : client_iteration_) {
+    auto* o = s.add_clients();
+    o->set_id(client);
+    o->set_iteration_id(iteration);
+  }
+  s.set_next_job_id(next_job_id_);
+  s.set_next_iteration_id(next_iteration_id_);
+  s.set_next_task_id(next_task_id_);
+  s.set_next_client_id(next_client_id_);
+  s.set_next_dataset_number(next_dataset_number_);
+  return s;
+}
+
+absl::Status DispatcherState::Restore(const StateSnapshot& s) {
+  if (!datasets_.empty() || !workers_.empty() || !jobs_.empty() || next_job_id_ != 1 || next_task_id_ != 1 ||
+      next_client_id_ != 1) {
+    return Inconsistent("a snapshot can only start a journal");
+  }
+  DispatcherState r;  // built aside: a bad snapshot leaves the state unchanged
+  for (const auto& d : s.datasets()) {
+    r.datasets_[d.id()] = Dataset{d.id(), d.fingerprint(), d.pipeline(), d.compression()};
+    r.dataset_by_fingerprint_.emplace(d.fingerprint(), d.id());
+  }
+  for (const auto& w : s.workers()) r.workers_.insert(w);
+  for (const auto& w : s.worker_tags()) {
+    if (!r.workers_.contains(w.address())) return Inconsistent("snapshot: tags of an unknown worker");
+    r.worker_tags_[w.address()] = {w.tags().begin(), w.tags().end()};
+  }
+  for (const auto& j : s.jobs()) {
+    if (!r.datasets_.contains(j.dataset_id())) return Inconsistent("snapshot: job of an unknown dataset");
+    r.jobs_[j.id()] = Job{j.id(),   j.dataset_id(), j.mode(), j.name(), {j.iterations().begin(), j.iterations().end()},
+                          j.num_consumers(), j.cross_trainer_cache()};
+    if (!j.name().empty()) r.job_by_name_[j.name()] = j.id();
+  }
+  for (const auto& i : s.iterations()) {
+    Iteration it;
+    it.id = i.id();
+    it.job_id = i.job_id();
+    it.repetition = i.repetition();
+    it.tasks = {i.tasks().begin(), i.tasks().end()};
+    it.clients = {i.clients().begin(), i.clients().end()};
+    it.garbage_collected = i.garbage_collected();
+    for (const auto& e : i.next_split()) it.next_split[e.epoch()] = e.next_split();
+    it.splits_lost = i.splits_lost();
+    r.iterations_[it.id] = std::move(it);
+  }
+  for (const auto& t : s.tasks()) {
+    if (!r.iterations_.contains(t.iteration_id())) return Inconsistent("snapshot: task of an unknown iteration");
+    r.tasks_[t.id()] = Task{t.id(),           t.iteration_id(),     t.worker_address(),
+                            t.finished(),     t.splits_assigned(),  t.splits_delivered(),
+                            t.last_epoch(),   t.last_first(),       t.last_count(),
+                            t.starting_round()};
+  }
+  for (const auto& e : s.ended_tasks()) {
+    auto it = r.iterations_.find(e.iteration_id());
+    if (it == r.iterations_.end()) return Inconsistent("snapshot: ended task of an unknown iteration");
+    it->second.ended_tasks[e.id()] = EndedTask{e.worker_address(), e.starting_round(), e.ending_round()};
+  }
+  for (const auto& i : r.iterations_) {
+    for (int64_t t : i.second.tasks) {
+      if (!r.tasks_.contains(t)) return Inconsistent("snapshot: iteration lists an unknown task");
+    }
+  }
+  for (const auto& c : s.clients()) r.client_iteration_[c.id()] = c.iteration_id();
+  r.next_job_id_ = s.next_job_id();
+  r.next_iteration_id_ = s.next_iteration_id();
+  r.next_task_id_ = s.next_task_id();
+  r.next_client_id_ = s.next_client_id();
+  r.next_dataset_number_ = s.next_dataset_number();
+  *this = std::move(r);
+  return absl::OkStatus();
+}
+
+const DispatcherState::Dataset* DispatcherState::FindDataset(const std::string& id) const { return Find(datasets_, id); }
+const DispatcherState::Dataset* DispatcherState::FindDatasetByFingerprint(const std::string& fp) const {
+  const std::string* id = Find(dataset_by_fingerprint_, fp);
+  return id == nullptr ? nullptr : FindDataset(*id);
+}
+const DispatcherState::Job* DispatcherState::FindJob(int64_t id) const { return Find(jobs_, id); }
+const DispatcherState::Job* DispatcherState::FindJobByName(const std::string& name) const {
+  const int64_t* id = Find(job_by_name_, name);
+  return id == nullptr ? nullptr : FindJob(*id);
+}
+const DispatcherState::Iteration* DispatcherState::FindIteration(int64_t id) const { return Find(iterations_, id); }
+const DispatcherState::Task* DispatcherState::FindTask(int64_t id) const { return Find(tasks_, id); }
+
+std::optional<int64_t> DispatcherState::ClientIteration(int64_t client_id) const {
+  const int64_t* it = Find(client_iteration_, client_id);
+  return it == nullptr ? std::nullopt : std::optional<int64_t>(*it);
+}
+
+std::vector<std::string> DispatcherState::Workers() const { return {workers_.begin(), workers_.end()}; }
+
+std::vector<int64_t> DispatcherState::TasksOfWorker(const std::string& address) const {
+  std::vector<int64_t> out;
+  for (const auto& [id, t] : tasks_) {
+    if (t.worker_address == address) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<int64_t> DispatcherState::ActiveIterations() const {
+  std::vector<int64_t> out;
+  for (const auto& [id, it] : iterations_) {
+    if (!it.garbage_collected && !IterationFinished(id)) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<int64_t> DispatcherState::ClientIds() const {
+  std::vector<int64_t> out;
+  for (const auto& [id, _] : client_iteration_) out.push_back(id);
+  return out;
+}
+
+bool DispatcherState::IterationFinished(int64_t iteration_id) const {
+  const Iteration* it = FindIteration(iteration_id);
+  if (it == nullptr || it->tasks.empty()) return false;
+  return std::all_of(it->tasks.begin(), it->tasks.end(), [&](int64_t t) { return tasks_.at(t).finished; });
+}
+
+bool DispatcherState::HasTaskOnWorker(int64_t iteration_id, const std::string& address) const {
+  const Iteration* it = FindIteration(iteration_id);
+  if (it == nullptr) return false;
+  return std::any_of(it->tasks.begin(), it->tasks.end(),
+                     [&](int64_t t) { return tasks_.at(t).worker_address == address; });
+}
+
+std::string DispatcherState::NextDatasetId() const {
+  int64_t n = next_dataset_number_;
+  while (datasets_.contains(absl::StrCat(n))) ++n;
+  return absl::StrCat(n);
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,56 @@
+// The dispatcher's gRPC edge: the service adapter (each RPC is one call into the Dispatcher core)
+// and the client that workers and readers use to reach a remote dispatcher.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "lib/service/dispatcher/dispatcher.h"
+#include "lib/service/common/dispatcher_client.h"
+#include "proto/service.grpc.pb.h"
+
+namespace tfdata::service {
+
+// Thread-safe; `dispatcher` must outlive it.
+class GrpcDispatcherService final : public DispatcherService::Service {
+ public:
+  explicit GrpcDispatcherService(Dispatcher* dispatcher) : dispatcher_(dispatcher) {}
+
+  grpc::Status RegisterDataset(grpc::ServerContext*, const RegisterDatasetRequest* req,
+                               RegisterDatasetResponse* resp) override;
+  grpc::Status GetDataset(grpc::ServerContext*, const GetDatasetRequest* req, GetDatasetResponse* resp) override;
+  grpc::Status GetOrCreateJob(grpc::ServerContext*, const GetOrCreateJobRequest* req,
+                              GetOrCreateJobResponse* resp) override;
+  grpc::Status ClientHeartbeat(grpc::ServerContext*, const ClientHeartbeatRequest* req,
+                               ClientHeartbeatResponse* resp) override;
+  grpc::Status ReleaseClient(grpc::ServerContext*, const ReleaseClientRequest* req,
+                             ReleaseClientResponse* resp) override;
+  grpc::Status WorkerHeartbeat(grpc::ServerContext*, const WorkerHeartbeatRequest* req,
+                               WorkerHeartbeatResponse* resp) override;
+  grpc::Status GetSplits(grpc::ServerContext*, const GetSplitsRequest* req, GetSplitsResponse* resp) override;
+
+ private:
+  Dispatcher* const dispatcher_;
+};
+
+// Thread-safe. Every call has a deadline of `timeout`; failures to reach the dispatcher name it.
+class GrpcDispatcherClient final : public DispatcherClient {
+ public:
+  explicit GrpcDispatcherClient(const std::string& address, absl::Duration timeout = absl::Seconds(5));
+
+  absl::Status RegisterDataset(const RegisterDatasetRequest& req, RegisterDatasetResponse* resp) override;
+  absl::Status GetDataset(const GetDatasetRequest& req, GetDatasetResponse* resp) override;
+  absl::Status GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp) override;
+  absl::Status ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp) override;
+  absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp) override;
+  absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp) override;
+  absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) override;
+
+ private:
+  const std::string address_;
+  const absl::Duration timeout_;
+  std::unique_ptr<DispatcherService::Stub> stub_;
+};
+
+}  // namespace tfdata::service

@@ -1,0 +1,58 @@
+#include "lib/service/grpc/grpc_util.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace tfdata::service {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view what) {
+  if (status.ok()) return absl::OkStatus();
+  auto code = static_cast<absl::StatusCode>(status.error_code());
+  // We never cancel our own calls, so CANCELLED means the server went away mid-call (shutdown).
+  if (code == absl::StatusCode::kCancelled) code = absl::StatusCode::kUnavailable;
+  const bool transport = code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded;
+  if (transport && !what.empty()) {
+    return absl::Status(code, absl::StrCat(std::string(what), ": ", code == absl::StatusCode::kDeadlineExceeded
+                                                              ? "no answer in time"
+                                                              : "unreachable",
+                                           " (", status.error_message(), ")"));
+  }
+  return absl::Status(code, status.error_message());
+}
+
+absl::StatusOr<std::string> ParseAddress(std::string_view address, std::string_view flag) {
+  std::string_view a = address;
+  if (a.starts_with("grpc://")) a.remove_prefix(7);
+  const size_t colon = a.rfind(':');
+  int port = 0;
+  if (colon == std::string_view::npos || colon == 0 || !absl::SimpleAtoi(std::string(a.substr(colon + 1)), &port) || port <= 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(flag), ": \"", std::string(address), "\" is not an address (expected HOST:PORT or grpc://HOST:PORT)"));
+  }
+  return std::string(a);
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // Reconnect quickly after a server restarts instead of gRPC's default backoff of up to 2 min.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout) {
+  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
+}
+
+}  // namespace tfdata::service

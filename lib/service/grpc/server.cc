@@ -1,0 +1,93 @@
+#include "lib/service/grpc/server.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+namespace {
+
+// `cq`, when set, receives a completion queue for the services' async methods.
+absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(grpc::Service* service, const std::string& host, int port,
+                                                          int* bound_port,
+                                                          std::unique_ptr<grpc::ServerCompletionQueue>* cq = nullptr) {
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would then start and
+  // silently share the port with the first. Binding must fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(absl::StrCat(host, ":", port), grpc::InsecureServerCredentials(), bound_port);
+  builder.RegisterService(service);
+  if (cq != nullptr) *cq = builder.AddCompletionQueue();
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *bound_port == 0) {
+    if (cq != nullptr && *cq != nullptr) {
+      (*cq)->Shutdown();
+      void* tag;
+      bool ok;
+      while ((*cq)->Next(&tag, &ok)) {
+      }
+      cq->reset();
+    }
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port,
+                                               " (port in use, or the host is not an address of this machine)"));
+  }
+  return server;
+}
+
+// `drain` runs between grpc::Server::Shutdown and the server's destruction: async services drain
+// their completion queues there (the server's own queued tags refer to it).
+void Shutdown(std::unique_ptr<grpc::Server>& server, const std::function<void()>& drain = nullptr) {
+  if (server == nullptr) return;
+  // Calls in flight get a short grace period, then are cancelled: shutdown stays well under 1 s.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  if (drain) drain();
+  server->Wait();
+  server.reset();
+}
+
+}  // namespace
+
+absl::Status DispatcherServer::Start(const std::string& host, int port) {
+  // Replay before listening: nobody sees the state half-recovered (callers get "unavailable").
+  if (auto st = dispatcher_.Recover(); !st.ok()) return st;
+  auto server = BuildServer(&service_, host, port, &port_);
+  if (!server.ok()) return server.status();
+  server_ = *std::move(server);
+  dispatcher_.Start();
+  return absl::OkStatus();
+}
+
+void DispatcherServer::Stop() {
+  Shutdown(server_);
+  dispatcher_.Stop();
+}
+
+absl::Status WorkerServer::Start() {
+  auto dispatcher = std::make_unique<GrpcDispatcherClient>(options_.dispatcher_address);
+  worker_ = std::make_shared<Worker>(options_.config, std::move(dispatcher));
+  service_ = std::make_unique<GrpcWorkerService>(worker_.get());
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  auto server = BuildServer(service_.get(), options_.host, options_.port, &port_, &cq);
+  if (!server.ok()) return server.status();
+  server_ = *std::move(server);
+  service_->Start(std::move(cq));
+  // The address readers use is known only once the port is bound; no task (and so no call) can
+  // reach the worker before its first heartbeat, which Start() sends with this address.
+  address_ = absl::StrReplaceAll(options_.worker_address, {{"%port%", absl::StrCat(port_)}});
+  worker_->SetAddress(address_);
+  worker_->Start();
+  spdlog::info("worker {}: serving, dispatcher {}", address_, options_.dispatcher_address);
+  return absl::OkStatus();
+}
+
+void WorkerServer::Stop() {
+  // The core first: its tasks stop, so calls waiting for elements return at once.
+  if (worker_) worker_->Stop();
+  Shutdown(server_, [this] { service_->Shutdown(); });
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,68 @@
+// Servers: a Dispatcher or Worker core together with the gRPC server that exposes it. Used by the
+// `dispatcher`, `worker` and `local` subcommands and by the tests' in-process cluster.
+//
+// Start() binds (port 0 picks a free port) and returns once the server accepts calls; Stop() (also
+// run by the destructor) shuts the gRPC server down, cancelling calls in flight, then stops the
+// core. Not thread-safe: one owner starts and stops.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "lib/service/dispatcher/dispatcher.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
+#include "lib/service/grpc/grpc_worker.h"
+#include "lib/service/worker/worker.h"
+
+namespace tfdata::service {
+
+class DispatcherServer {
+ public:
+  explicit DispatcherServer(DispatcherConfig config) : dispatcher_(config), service_(&dispatcher_) {}
+  ~DispatcherServer() { Stop(); }
+
+  // `host` is the interface to bind ("0.0.0.0", "127.0.0.1", "[::]").
+  absl::Status Start(const std::string& host, int port);
+  void Stop();
+  int port() const { return port_; }
+  Dispatcher& dispatcher() { return dispatcher_; }
+
+ private:
+  Dispatcher dispatcher_;
+  GrpcDispatcherService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+struct WorkerServerOptions {
+  std::string dispatcher_address;  // host:port
+  std::string host = "0.0.0.0";    // interface to bind
+  int port = 0;
+  // The address readers use, with "%port%" standing for the bound port.
+  std::string worker_address = "localhost:%port%";
+  WorkerConfig config;  // its worker_address is filled in by Start()
+};
+
+class WorkerServer {
+ public:
+  explicit WorkerServer(WorkerServerOptions options) : options_(std::move(options)) {}
+  ~WorkerServer() { Stop(); }
+
+  absl::Status Start();
+  void Stop();
+  int port() const { return port_; }
+  const std::string& address() const { return address_; }
+  Worker* worker() { return worker_.get(); }
+
+ private:
+  WorkerServerOptions options_;
+  std::shared_ptr<Worker> worker_;
+  std::unique_ptr<GrpcWorkerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+};
+
+}  // namespace tfdata::service

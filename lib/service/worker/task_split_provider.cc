@@ -1,0 +1,46 @@
+#include "lib/service/worker/task_split_provider.h"
+
+#include <algorithm>
+
+namespace tfdata::service {
+
+absl::StatusOr<std::optional<Split>> TaskSplitProvider::Next(int64_t epoch) {
+  if (epoch != queue_epoch_) {
+    queue_.clear();
+    queue_epoch_ = epoch;
+  }
+  if (queue_.empty()) {
+    GetSplitsRequest req;
+    req.set_task_id(task_id_);
+    req.set_epoch(epoch);
+    const absl::Time now = absl::Now();
+    if (last_fetch_ != absl::InfinitePast()) {
+      if (now - last_fetch_ < absl::Milliseconds(50)) batch_ = std::min(batch_ * 2, 16);
+      if (now - last_fetch_ > absl::Milliseconds(500)) batch_ = std::max(batch_ / 2, 2);
+    }
+    last_fetch_ = now;
+    req.set_max_splits(batch_);
+    req.set_splits_received(received_);
+    GetSplitsResponse resp;
+    // The dispatcher may be briefly unreachable: retry for a while before failing the task.
+    absl::Status st;
+    const absl::Time give_up = absl::Now() + retry_;
+    for (absl::Duration backoff = absl::Milliseconds(50); !cancelled_.HasBeenNotified();
+         backoff = std::min(backoff * 2, absl::Seconds(1))) {
+      st = dispatcher_->GetSplits(req, &resp);
+      if (st.ok() || !absl::IsUnavailable(st) || absl::Now() >= give_up) break;
+      cancelled_.WaitForNotificationWithTimeout(backoff);
+    }
+    if (cancelled_.HasBeenNotified()) return std::nullopt;
+    if (!st.ok()) return st;
+    received_ += resp.splits_size();
+    for (Split& s : *resp.mutable_splits()) queue_.push_back(std::move(s));
+    if (queue_.empty()) return std::nullopt;  // end of the epoch's splits
+  }
+  Split s = std::move(queue_.front());
+  queue_.pop_front();
+  started_.fetch_add(1);
+  return s;
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,116 @@
+// The worker core: runs tasks' pipelines and serves their elements, without any RPC code. The gRPC
+// adapter (grpc_worker.h) turns GetElements RPCs into calls here; heartbeats go to the
+// dispatcher through a DispatcherClient.
+//
+// Each task has a producer thread that iterates the task's pipeline into a bounded buffer of ready
+// elements; GetElements hands buffered elements to whichever request comes first, so readers
+// sharing a job split the stream without duplicates or losses.
+//
+// Thread-safe. Create with std::make_shared (the in-process data plane holds shared references);
+// Start() begins heartbeating, Stop() (also run by the destructor) ends the heartbeats and every
+// task's thread, after which GetElements returns UNAVAILABLE.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <vector>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "lib/pipeline/builder.h"
+#include "lib/service/common/data_transfer.h"
+#include "lib/service/common/dispatcher_client.h"
+
+namespace tfdata::service {
+
+struct WorkerConfig {
+  // The address readers reach this worker at ("host:port"), sent with every heartbeat.
+  std::string worker_address;
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // Bounds of each task's buffer of ready elements.
+  int64_t buffer_elements = 1024;
+  int64_t buffer_bytes = 64 << 20;
+  BuildOptions build_options;
+  // distributed_epoch: how long a task keeps asking an unreachable dispatcher for splits before
+  // it fails (heartbeats are retried for as long as the worker runs).
+  absl::Duration dispatcher_retry = absl::Seconds(30);
+  // Sent with heartbeats; readers can pick workers by tag (ReaderOptions::worker_tag).
+  std::vector<std::string> tags;
+  // Cross-trainer cache: the byte bound of each such task's sliding window.
+  int64_t cross_trainer_cache_bytes = 256 << 20;
+  // Coordinated reads: a round open this long drops the elements no consumer took (and treats
+  // those consumers as gone until they ask again), so a stopped consumer does not hold the
+  // others back for longer.
+  absl::Duration round_expiry = absl::Seconds(30);
+  // COMPRESSION_AUTO: the transfer rate assumed to readers on other hosts (bytes/s).
+  double link_bytes_per_s = 1.25e9;  // 10 Gbit/s
+};
+
+// A task's counters, for tests and logs.
+struct TaskStats {
+  int64_t window_bytes = 0, window_peak_bytes = 0, window_max_bytes = 0;  // cross-trainer cache
+  int64_t round_elements_dropped = 0, late_elements = 0;               // coordinated reads
+  std::optional<bool> auto_compress;                                     // COMPRESSION_AUTO's decision
+};
+
+class Worker : public std::enable_shared_from_this<Worker> {
+ public:
+  Worker(WorkerConfig config, std::unique_ptr<DispatcherClient> dispatcher);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Sets the address sent with heartbeats (when it is known only after binding). Before Start().
+  void SetAddress(std::string address) { config_.worker_address = std::move(address); }
+  // Registers the worker for the in-process data plane under its address and starts heartbeating.
+  void Start();
+  void Stop();
+
+  // `remote_peer`: the request came from another host (COMPRESSION_AUTO compresses only then).
+  absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req, bool remote_peer = false);
+  // NotFound for a task the worker does not run.
+  absl::StatusOr<TaskStats> Stats(int64_t task_id) const;
+
+  const std::string& address() const { return config_.worker_address; }
+  // Number of tasks the worker runs (tests).
+  size_t NumTasks() const;
+  std::vector<int64_t> TaskIds() const;
+  // How long the worker has had nothing to do (no task, or only tasks whose streams were served to
+  // the end) as of `now`, measured at its heartbeats; from its start if it never had work. For
+  // --exit-when-idle.
+  absl::Duration IdleFor(absl::Time now) const;
+  // Sends one heartbeat now and applies the reply (the heartbeat thread calls this periodically).
+  absl::Status Heartbeat();
+
+  // The worker of this process listening at `address`, if any (the "local" data plane).
+  static std::shared_ptr<Worker> FindLocal(const std::string& address);
+  // Whether this process runs any worker (--target-workers auto reads locally then).
+  static bool AnyLocal();
+
+ private:
+  class Task;
+  void HeartbeatLoop();
+
+  WorkerConfig config_;  // worker_address is fixed once Start() ran
+  const std::unique_ptr<DispatcherClient> dispatcher_;
+  mutable absl::Mutex mu_;
+  absl::StatusOr<std::shared_ptr<Task>> FindTask(int64_t task_id) const;
+
+  std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;
+  absl::Time last_busy_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  // Serializes heartbeats (the loop and explicit calls).
+  absl::Mutex heartbeat_mu_;
+  absl::Notification stop_;
+  std::thread heartbeat_thread_;
+};
+
+}  // namespace tfdata::service
