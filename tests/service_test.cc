@@ -1,11 +1,13 @@
 // The service in one process: a real dispatcher and real workers on loopback (TestCluster).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <thread>
 
 #include <catch2/catch.hpp>
 
+#include "lib/service/common/data_transfer.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/grpc/grpc_util.h"
 #include "tests/test_cluster.h"
@@ -36,12 +38,45 @@ bool WaitFor(Pred pred, int ms = 3000) {
 TEST_CASE("service: the seed example reads 0..9 through one worker", "[service]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 10 } }");
-  for (const std::string protocol : {"grpc", "local"}) {
+  for (const std::string& protocol : service::TransportNames()) {  // every transport: one conformance suite
     INFO(protocol);
     auto reader = cluster.NewReader(id, "", protocol);
     REQUIRE(reader.ok());
     CHECK(Int64Scalars(ReadAll(**reader)) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   }
+}
+
+TEST_CASE("service: transports are a registry, and the tests run against every registered one", "[service]") {
+  const auto names = service::TransportNames();
+  CHECK(std::find(names.begin(), names.end(), "grpc") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "local") != names.end());
+  auto unknown = service::MakeDataTransferClient("carrier-pigeon", "localhost:1");
+  REQUIRE(!unknown.ok());
+  CHECK(absl::IsInvalidArgument(unknown.status()));
+  CHECK_THAT(std::string(unknown.status().message()), Catch::Contains("unknown data transfer protocol \"carrier-pigeon\""));
+  // A transport registered by name is what a reader with that protocol uses.
+  static std::atomic<int> calls{0};
+  service::RegisterTransport("counting", [](const std::string& address)
+                                             -> absl::StatusOr<std::unique_ptr<service::DataTransferClient>> {
+    struct Counting : service::DataTransferClient {
+      std::unique_ptr<service::DataTransferClient> inner;
+      absl::StatusOr<service::GetElementsResult> GetElements(const service::GetElementsRequest& req) override {
+        ++calls;
+        return inner->GetElements(req);
+      }
+    };
+    auto inner = service::MakeDataTransferClient("local", address);
+    if (!inner.ok()) return inner.status();
+    auto c = std::make_unique<Counting>();
+    c->inner = *std::move(inner);
+    return c;
+  });
+  TestCluster cluster(1);
+  const std::string id = cluster.Register("op { range { stop: 10 } }");
+  auto reader = cluster.NewReader(id, "", "counting");
+  REQUIRE(reader.ok());
+  CHECK(Int64Scalars(ReadAll(**reader)) == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  CHECK(calls.load() > 0);
 }
 
 TEST_CASE("service: parallel_epochs with two workers gives each element twice", "[service]") {
@@ -95,7 +130,7 @@ TEST_CASE("service: readers sharing a job name split the elements, none twice", 
 TEST_CASE("service: one task's elements arrive in order with several requests in flight", "[service]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 30000 } }");
-  for (const std::string protocol : {"grpc", "local"}) {
+  for (const std::string& protocol : service::TransportNames()) {  // every transport: one conformance suite
     service::ReaderOptions options;
     options.dataset_id = id;
     options.protocol = protocol;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "lib/service/dispatcher/dispatcher_state.h"
+#include "lib/service/common/names.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "lib/service/dispatcher/dispatcher_state.h"
+#include "lib/service/common/names.h"
 #include "lib/service/common/host_util.h"
-#include "lib/service/worker/worker.h"
+#include "lib/service/common/local_workers.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
@@ -20,11 +20,11 @@ bool IsTransportError(const absl::Status& st) {
 
 }  // namespace
 
-bool IsLocalWorker(const std::string& address) { return Worker::FindLocal(address) != nullptr || IsThisHost(address); }
+bool IsLocalWorker(const std::string& address) { return FindLocalWorker(address) != nullptr || IsThisHost(address); }
 
 TargetWorkers ResolveTargetWorkers(TargetWorkers target) {
   if (target != TARGET_WORKERS_AUTO) return target;
-  return Worker::AnyLocal() ? TARGET_WORKERS_LOCAL : TARGET_WORKERS_ANY;
+  return AnyLocalWorker() ? TARGET_WORKERS_LOCAL : TARGET_WORKERS_ANY;
 }
 
 bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::string& worker_tag) {

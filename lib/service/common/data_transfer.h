@@ -1,11 +1,14 @@
-// The data plane: how a reader fetches elements from a worker. Named implementations:
-//   "grpc"   a remote worker's WorkerService (grpc_worker.h)
-//   "local"  a worker in this process, called directly: no serialization, no copies
-// MakeDataTransferClient picks one by name.
+// The data plane: how a reader fetches elements from a worker. Transports are registered by name
+// (a registry, as Arrow Flight's TransportRegistry):
+//   "grpc"   a remote worker's WorkerService (lib/service/grpc/grpc_worker.cc registers it)
+//   "local"  a worker in this process, called directly: no serialization, no copies (built in;
+//            workers list themselves in local_workers.h)
+// MakeDataTransferClient picks one by name; the transport tests run against every registered one.
 //
 // Clients are thread-safe; each call is bounded in time by the request's timeout plus a margin.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,9 +38,17 @@ class DataTransferClient {
   virtual absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req) = 0;
 };
 
-// "grpc" or "local". InvalidArgument for another name; NotFound for "local" when no worker of this
-// process listens at `address`.
+// A client of the registered transport `protocol` ("grpc", "local", ...). InvalidArgument for a
+// name not registered; NotFound for "local" when no worker of this process listens at `address`.
 absl::StatusOr<std::unique_ptr<DataTransferClient>> MakeDataTransferClient(const std::string& protocol,
                                                                            const std::string& address);
+
+// Makes a client of one transport for the worker at `address`.
+using TransportFactory =
+    std::function<absl::StatusOr<std::unique_ptr<DataTransferClient>>(const std::string& address)>;
+// Registers (or replaces) the transport `name`. Thread-safe; usually run at static initialization.
+void RegisterTransport(const std::string& name, TransportFactory factory);
+// The registered transports' names, sorted.
+std::vector<std::string> TransportNames();
 
 }  // namespace tfdata::service

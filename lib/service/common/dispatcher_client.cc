@@ -1,6 +1,6 @@
 #include "lib/service/common/dispatcher_client.h"
 
-#include "lib/service/dispatcher/dispatcher_state.h"
+#include "lib/service/common/names.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {

@@ -20,10 +20,6 @@ auto* Find(Map& map, const Key& key) {
 
 }  // namespace
 
-std::string JobName(int64_t id) { return absl::StrCat("job ", id); }
-std::string IterationName(int64_t id) { return absl::StrCat("iteration ", id); }
-std::string TaskName(int64_t id) { return absl::StrCat("task ", id); }
-std::string ClientName(int64_t id) { return absl::StrCat("client ", id); }
 
 absl::Status DispatcherState::Apply(const Update& update) {
   switch (update.kind_case()) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "lib/service/common/names.h"
 #include "proto/journal.pb.h"
 #include "proto/service.pb.h"
 
@@ -139,11 +140,5 @@ class DispatcherState {
   int64_t next_job_id_ = 1, next_iteration_id_ = 1, next_task_id_ = 1, next_client_id_ = 1;
   int64_t next_dataset_number_ = 1;
 };
-
-// "job 7", "task 12": the one way ids are printed in logs and messages.
-std::string JobName(int64_t id);
-std::string IterationName(int64_t id);
-std::string TaskName(int64_t id);
-std::string ClientName(int64_t id);
 
 }  // namespace tfdata::service

@@ -153,4 +153,18 @@ absl::StatusOr<GetElementsResult> GrpcDataTransferClient::GetElements(const GetE
   return result;
 }
 
+namespace {
+
+// Registers "grpc" with the transport registry at static initialization. This file is linked
+// wherever a worker or the service's servers are (GrpcWorkerService lives here too); a program
+// linking readers alone from the static library must reference it, or "grpc" is unknown to it.
+const bool kGrpcTransportRegistered = [] {
+  RegisterTransport("grpc", [](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
+    return std::make_unique<GrpcDataTransferClient>(address);
+  });
+  return true;
+}();
+
+}  // namespace
+
 }  // namespace tfdata::service

@@ -4,22 +4,14 @@
 #include "lib/pipeline/sharding.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/worker/cross_trainer_window.h"
-#include "lib/service/dispatcher/dispatcher_state.h"
+#include "lib/service/common/names.h"
 #include "lib/service/worker/round_buffer.h"
 #include "lib/service/worker/task_split_provider.h"
+#include "lib/service/common/local_workers.h"
 #include "lib/service/common/wire_compression.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
-namespace {
-
-absl::Mutex g_local_mu;
-std::map<std::string, std::weak_ptr<Worker>>& LocalWorkers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_local_mu) {
-  static auto* workers = new std::map<std::string, std::weak_ptr<Worker>>();
-  return *workers;
-}
-
-}  // namespace
 
 // One task: a producer thread filling a bounded buffer from the task's pipeline.
 class Worker::Task {
@@ -380,23 +372,14 @@ Worker::Worker(WorkerConfig config, std::unique_ptr<DispatcherClient> dispatcher
 Worker::~Worker() { Stop(); }
 
 void Worker::Start() {
-  {
-    absl::MutexLock lock(&g_local_mu);
-    LocalWorkers()[config_.worker_address] = weak_from_this();
-  }
+  AddLocalWorker(config_.worker_address, weak_from_this());
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
 }
 
 void Worker::Stop() {
   if (!stop_.HasBeenNotified()) stop_.Notify();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  {
-    absl::MutexLock lock(&g_local_mu);
-    auto it = LocalWorkers().find(config_.worker_address);
-    if (it != LocalWorkers().end() && (it->second.expired() || it->second.lock().get() == this)) {
-      LocalWorkers().erase(it);
-    }
-  }
+  RemoveLocalWorker(config_.worker_address, this);
   std::map<int64_t, std::shared_ptr<Task>> tasks;
   {
     absl::MutexLock lock(&mu_);
@@ -405,20 +388,6 @@ void Worker::Stop() {
   }
   for (auto& [id, task] : tasks) task->Cancel();
   tasks.clear();  // joins the producer threads outside mu_
-}
-
-std::shared_ptr<Worker> Worker::FindLocal(const std::string& address) {
-  absl::MutexLock lock(&g_local_mu);
-  auto it = LocalWorkers().find(address);
-  return it == LocalWorkers().end() ? nullptr : it->second.lock();
-}
-
-bool Worker::AnyLocal() {
-  absl::MutexLock lock(&g_local_mu);
-  for (const auto& [address, w] : LocalWorkers()) {
-    if (!w.expired()) return true;
-  }
-  return false;
 }
 
 absl::Duration Worker::IdleFor(absl::Time now) const {

@@ -27,6 +27,7 @@
 #include "lib/pipeline/builder.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
+#include "lib/service/common/local_workers.h"
 
 namespace tfdata::service {
 
@@ -60,7 +61,7 @@ struct TaskStats {
   std::optional<bool> auto_compress;                                     // COMPRESSION_AUTO's decision
 };
 
-class Worker : public std::enable_shared_from_this<Worker> {
+class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint {
  public:
   Worker(WorkerConfig config, std::unique_ptr<DispatcherClient> dispatcher);
   ~Worker();
@@ -89,10 +90,10 @@ class Worker : public std::enable_shared_from_this<Worker> {
   // Sends one heartbeat now and applies the reply (the heartbeat thread calls this periodically).
   absl::Status Heartbeat();
 
-  // The worker of this process listening at `address`, if any (the "local" data plane).
-  static std::shared_ptr<Worker> FindLocal(const std::string& address);
-  // Whether this process runs any worker (--target-workers auto reads locally then).
-  static bool AnyLocal();
+  // The "local" data plane (lib/service/common/local_workers.h): Start() lists the worker there.
+  absl::StatusOr<GetElementsResult> GetElementsInProcess(const GetElementsRequest& req) override {
+    return GetElements(req);
+  }
 
  private:
   class Task;
