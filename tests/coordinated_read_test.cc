@@ -93,7 +93,7 @@ Agreement Check(const Rounds& r) {
 
 }  // namespace
 
-TEST_CASE("coordinated reads: every round's elements come from one worker, workers in rotation", "[coordinated]") {
+TEST_CASE("coordinated reads: every round's elements come from one worker, workers in rotation", "[coordinated][cluster]") {
   TempDir dir;
   TestCluster cluster(3);
   const std::string ds = cluster.Register(VaryingLengthPipeline(dir));
@@ -116,7 +116,7 @@ TEST_CASE("coordinated reads: every round's elements come from one worker, worke
   for (const auto& [w, n] : per_worker) CHECK(n == 30);
 }
 
-TEST_CASE("coordinated reads: consumers get distinct elements of the round", "[coordinated]") {
+TEST_CASE("coordinated reads: consumers get distinct elements of the round", "[coordinated][cluster]") {
   TestCluster cluster(2);
   const std::string ds = cluster.Register("op { range { stop: 1000000 } } op { repeat {} }");
   std::vector<std::unique_ptr<CoordinatedReader>> consumers;
@@ -133,7 +133,7 @@ TEST_CASE("coordinated reads: consumers get distinct elements of the round", "[c
   }
 }
 
-TEST_CASE("coordinated reads: distributed_epoch rounds come from one worker, each split from one worker", "[coordinated]") {
+TEST_CASE("coordinated reads: distributed_epoch rounds come from one worker, each split from one worker", "[coordinated][cluster]") {
   // Dynamic sharding: the 3 workers share range(0, 10^8)'s splits of 65536 elements, batched by 64
   // so no batch spans two splits. The reads stay far inside the first epoch (workers run ahead into
   // a second epoch only after 10^8 elements), so no value may come twice, and no split may be
@@ -173,7 +173,7 @@ TEST_CASE("coordinated reads: distributed_epoch rounds come from one worker, eac
   CHECK(split_worker.size() >= 3);
 }
 
-TEST_CASE("coordinated reads: a worker that joins mid-run enters the rotation at a later round", "[coordinated]") {
+TEST_CASE("coordinated reads: a worker that joins mid-run enters the rotation at a later round", "[coordinated][cluster]") {
   TempDir dir;
   TestCluster cluster(1);
   const std::string ds = cluster.Register(VaryingLengthPipeline(dir));
@@ -198,7 +198,7 @@ TEST_CASE("coordinated reads: a worker that joins mid-run enters the rotation at
   for (int k = 0; k < 20; ++k) CHECK(r.info[0][k].worker_address == r.info[0][0].worker_address);
 }
 
-TEST_CASE("coordinated reads: a worker lost mid-run leaves the rotation without stalling anyone", "[coordinated]") {
+TEST_CASE("coordinated reads: a worker lost mid-run leaves the rotation without stalling anyone", "[coordinated][cluster]") {
   TempDir dir;
   TestCluster cluster(3);
   const std::string ds = cluster.Register(VaryingLengthPipeline(dir));
@@ -229,7 +229,7 @@ TEST_CASE("coordinated reads: a worker lost mid-run leaves the rotation without 
   CHECK(consumers[0]->rounds_substituted() > 0);
 }
 
-TEST_CASE("coordinated reads: a consumer that stops for good holds the others back only until expiry", "[coordinated]") {
+TEST_CASE("coordinated reads: a consumer that stops for good holds the others back only until expiry", "[coordinated][cluster]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
   config.buffer_bytes = 4096;  // the stopped consumer's untaken elements soon fill it
@@ -253,7 +253,7 @@ TEST_CASE("coordinated reads: a consumer that stops for good holds the others ba
   CHECK(stats->round_elements_dropped > 0);
 }
 
-TEST_CASE("coordinated reads: clear errors for bad options and finite pipelines", "[coordinated]") {
+TEST_CASE("coordinated reads: clear errors for bad options and finite pipelines", "[coordinated][cluster]") {
   TestCluster cluster(1);
   const std::string infinite = cluster.Register("op { range { stop: 10 } } op { repeat {} }");
   const std::string finite = cluster.Register("op { range { stop: 10 } }");

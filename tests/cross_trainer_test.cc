@@ -47,7 +47,7 @@ service::TaskStats OnlyTaskStats(TestCluster& cluster, size_t worker) {
 
 }  // namespace
 
-TEST_CASE("cross-trainer cache: trainers reading in lock-step see identical sequences", "[cross_trainer]") {
+TEST_CASE("cross-trainer cache: trainers reading in lock-step see identical sequences", "[cross_trainer][cluster]") {
   TestCluster cluster(1);
   const std::string ds = cluster.Register("op { range { stop: 100000000 } } op { repeat {} }");
   auto a = Trainer(cluster, ds, "a");
@@ -68,7 +68,7 @@ TEST_CASE("cross-trainer cache: trainers reading in lock-step see identical sequ
   CHECK((*b)->elements_skipped() == 0);
 }
 
-TEST_CASE("cross-trainer cache: with two workers every trainer gets every worker's stream", "[cross_trainer]") {
+TEST_CASE("cross-trainer cache: with two workers every trainer gets every worker's stream", "[cross_trainer][cluster]") {
   TestCluster cluster(2);
   const std::string ds = cluster.Register("op { range { stop: 300 } }");
   auto a = Trainer(cluster, ds, "a");
@@ -83,7 +83,7 @@ TEST_CASE("cross-trainer cache: with two workers every trainer gets every worker
   CHECK(ea == eb);
 }
 
-TEST_CASE("cross-trainer cache: a slow trainer skips ahead, reports it, and the window stays bounded", "[cross_trainer]") {
+TEST_CASE("cross-trainer cache: a slow trainer skips ahead, reports it, and the window stays bounded", "[cross_trainer][cluster]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
   config.cross_trainer_cache_bytes = 2048;
@@ -119,7 +119,7 @@ TEST_CASE("cross-trainer cache: a slow trainer skips ahead, reports it, and the 
   CHECK(s.window_bytes <= 2048);
 }
 
-TEST_CASE("cross-trainer cache: errors", "[cross_trainer]") {
+TEST_CASE("cross-trainer cache: errors", "[cross_trainer][cluster]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
   config.cross_trainer_cache_bytes = 64;

@@ -85,7 +85,7 @@ bool EachOnce(const std::vector<int64_t>& values, int64_t n) {
 
 }  // namespace
 
-TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 1 to 3 readers", "[distributed]") {
+TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 1 to 3 readers", "[distributed][cluster]") {
   for (int workers : {1, 3, 5}) {
     TestCluster cluster(workers);
     const std::string id = cluster.Register("op { range { stop: 20000 } }");
@@ -98,7 +98,7 @@ TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 
   }
 }
 
-TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files, 1 to 5 workers, 1 or 3 readers", "[distributed]") {
+TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files, 1 to 5 workers, 1 or 3 readers", "[distributed][cluster]") {
   TempDir dir;
   std::string files;
   std::map<std::string, int> expected;
@@ -127,7 +127,7 @@ TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files, 1 to 5 
   }
 }
 
-TEST_CASE("distributed_epoch: repeat starts a new epoch of splits, each exactly once", "[distributed]") {
+TEST_CASE("distributed_epoch: repeat starts a new epoch of splits, each exactly once", "[distributed][cluster]") {
   TestCluster cluster(3);
   const std::string id = cluster.Register("op { range { stop: 3000 } } op { repeat { count: 3 } }");
   auto reader = cluster.NewReader(Distributed(id));
@@ -140,7 +140,7 @@ TEST_CASE("distributed_epoch: repeat starts a new epoch of splits, each exactly 
 }
 
 TEST_CASE("distributed_epoch: a worker joining mid-epoch takes splits that are left, still exactly once",
-          "[distributed]") {
+          "[distributed][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 200000 } }");
   auto reader = cluster.NewReader(Distributed(id));
@@ -157,7 +157,7 @@ TEST_CASE("distributed_epoch: a worker joining mid-epoch takes splits that are l
 }
 
 TEST_CASE("distributed_epoch: a worker dying mid-epoch loses its splits, never duplicates, and the loss is counted",
-          "[distributed]") {
+          "[distributed][cluster]") {
   TestCluster cluster(3);
   const int64_t n = 300000;
   const std::string id = cluster.Register("op { range { stop: 300000 } }");
@@ -190,7 +190,7 @@ TEST_CASE("distributed_epoch: a worker dying mid-epoch loses its splits, never d
   CHECK((*reader)->splits_lost() <= kTargetSplits);
 }
 
-TEST_CASE("distributed_epoch: an unsplittable pipeline fails at job creation naming the op", "[distributed]") {
+TEST_CASE("distributed_epoch: an unsplittable pipeline fails at job creation naming the op", "[distributed][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register(
       "op { zip { input { op { range { stop: 5 } } } input { op { range { stop: 5 } } op { skip { count: 1 } } } } }");

@@ -21,6 +21,7 @@ namespace tfdata::testing {
 class Process {
  public:
   Process(const std::vector<std::string>& args, const std::string& log_prefix) : out_(log_prefix + ".out"), err_(log_prefix + ".err") {
+    RequireTestKind("process");
     pid_ = fork();
     if (pid_ == 0) {
       int in = open("/dev/null", O_RDONLY);

@@ -35,7 +35,7 @@ bool WaitFor(Pred pred, int ms = 3000) {
 
 }  // namespace
 
-TEST_CASE("service: the seed example reads 0..9 through one worker", "[service]") {
+TEST_CASE("service: the seed example reads 0..9 through one worker", "[service][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 10 } }");
   for (const std::string& protocol : service::TransportNames()) {  // every transport: one conformance suite
@@ -46,7 +46,7 @@ TEST_CASE("service: the seed example reads 0..9 through one worker", "[service]"
   }
 }
 
-TEST_CASE("service: transports are a registry, and the tests run against every registered one", "[service]") {
+TEST_CASE("service: transports are a registry, and the tests run against every registered one", "[service][cluster]") {
   const auto names = service::TransportNames();
   CHECK(std::find(names.begin(), names.end(), "grpc") != names.end());
   CHECK(std::find(names.begin(), names.end(), "local") != names.end());
@@ -79,7 +79,7 @@ TEST_CASE("service: transports are a registry, and the tests run against every r
   CHECK(calls.load() > 0);
 }
 
-TEST_CASE("service: parallel_epochs with two workers gives each element twice", "[service]") {
+TEST_CASE("service: parallel_epochs with two workers gives each element twice", "[service][cluster]") {
   TestCluster cluster(2);
   const std::string id = cluster.Register("op { range { stop: 1000 } } op { batch { batch_size: 10 } } op { unbatch {} }");
   auto reader = cluster.NewReader(id);
@@ -89,7 +89,7 @@ TEST_CASE("service: parallel_epochs with two workers gives each element twice", 
   for (const auto& [v, n] : counts) CHECK(n == 2);
 }
 
-TEST_CASE("service: readers sharing a job name split the elements, none twice", "[service]") {
+TEST_CASE("service: readers sharing a job name split the elements, none twice", "[service][cluster]") {
   TestCluster cluster(2);
   const std::string id = cluster.Register("op { range { stop: 20000 } }");
   auto a = cluster.NewReader(id, "shared");
@@ -127,7 +127,7 @@ TEST_CASE("service: readers sharing a job name split the elements, none twice", 
   CHECK(!eb.empty());
 }
 
-TEST_CASE("service: one task's elements arrive in order with several requests in flight", "[service]") {
+TEST_CASE("service: one task's elements arrive in order with several requests in flight", "[service][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 30000 } }");
   for (const std::string& protocol : service::TransportNames()) {  // every transport: one conformance suite
@@ -147,7 +147,7 @@ TEST_CASE("service: one task's elements arrive in order with several requests in
   }
 }
 
-TEST_CASE("service: a worker added mid-job gets a task from the beginning", "[service]") {
+TEST_CASE("service: a worker added mid-job gets a task from the beginning", "[service][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 50000 } }");
   auto reader = cluster.NewReader(id);
@@ -163,7 +163,7 @@ TEST_CASE("service: a worker added mid-job gets a task from the beginning", "[se
   CHECK(counts.size() == 50000);
 }
 
-TEST_CASE("service: a worker stopped mid-job is dropped and the read finishes from the others", "[service]") {
+TEST_CASE("service: a worker stopped mid-job is dropped and the read finishes from the others", "[service][cluster]") {
   TestCluster cluster(2);
   const std::string id = cluster.Register("op { range { stop: 50000 } }");
   auto reader = cluster.NewReader(id);
@@ -182,7 +182,7 @@ TEST_CASE("service: a worker stopped mid-job is dropped and the read finishes fr
   CHECK(WaitFor([&] { return cluster.dispatcher().NumWorkers() == 1; }));
 }
 
-TEST_CASE("service: a worker restarted mid-job rejoins as a new worker and reads from the beginning", "[service]") {
+TEST_CASE("service: a worker restarted mid-job rejoins as a new worker and reads from the beginning", "[service][cluster]") {
   TestCluster cluster(2);
   const std::string id = cluster.Register("op { range { stop: 50000 } }");
   auto reader = cluster.NewReader(id);
@@ -206,7 +206,7 @@ TEST_CASE("service: a worker restarted mid-job rejoins as a new worker and reads
   CHECK(WaitFor([&] { return cluster.dispatcher().NumWorkers() == 2; }));
 }
 
-TEST_CASE("service: registering datasets: same pipeline same id, chosen ids, conflicts", "[service]") {
+TEST_CASE("service: registering datasets: same pipeline same id, chosen ids, conflicts", "[service][cluster]") {
   TestCluster cluster(0);
   const std::string a = cluster.Register("op { range { stop: 10 } }");
   CHECK(cluster.Register("op { range { stop: 10 } }") == a);
@@ -228,7 +228,7 @@ TEST_CASE("service: registering datasets: same pipeline same id, chosen ids, con
   CHECK(absl::IsInvalidArgument(client->RegisterDataset(req, &resp)));
 }
 
-TEST_CASE("service: job names: another dataset is an error, a finished job warns", "[service]") {
+TEST_CASE("service: job names: another dataset is an error, a finished job warns", "[service][cluster]") {
   TestCluster cluster(1);
   const std::string a = cluster.Register("op { range { stop: 3 } }");
   const std::string b = cluster.Register("op { range { stop: 4 } }");
@@ -250,7 +250,7 @@ TEST_CASE("service: job names: another dataset is an error, a finished job warns
   CHECK(ReadAll(**again).empty());
 }
 
-TEST_CASE("service: released jobs are garbage-collected and workers drop their tasks", "[service]") {
+TEST_CASE("service: released jobs are garbage-collected and workers drop their tasks", "[service][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 1000000 } }");
   auto reader = cluster.NewReader(id);
@@ -273,7 +273,7 @@ TEST_CASE("service: an unreachable dispatcher is a clear error in bounded time",
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(6));  // the client deadline, not a hang
 }
 
-TEST_CASE("service: a pipeline error on a worker reaches the reader", "[service]") {
+TEST_CASE("service: a pipeline error on a worker reaches the reader", "[service][cluster]") {
   TestCluster cluster(1);
   TempDir dir;
   WriteFile(dir.Join("bad.tfrecord"), "not a tfrecord");

@@ -128,7 +128,7 @@ TEST_CASE("static sharding: job-creation checks", "[sharding]") {
 }
 
 TEST_CASE("static sharding: data, file_or_data and hint on range give each element once over 3 workers",
-          "[sharding][service]") {
+          "[sharding][service][cluster]") {
   StaticCluster c(3);
   const std::string plain = c.cluster.Register("op { range { stop: 1000 } }");
   for (auto mode : {service::SHARD_DATA, service::SHARD_FILE_OR_DATA}) {
@@ -147,7 +147,7 @@ TEST_CASE("static sharding: data, file_or_data and hint on range give each eleme
   CHECK(all->size() == 3000);
 }
 
-TEST_CASE("static sharding: file and file_or_data on a file set give each record once", "[sharding][service]") {
+TEST_CASE("static sharding: file and file_or_data on a file set give each record once", "[sharding][service][cluster]") {
   TempDir dir;
   std::map<std::string, int> expected;
   auto paths = WriteFiles(dir, 5, 20, &expected);
@@ -167,7 +167,7 @@ TEST_CASE("static sharding: file and file_or_data on a file set give each record
 }
 
 TEST_CASE("static sharding: too few files, no worker list, and an unknown worker are clear errors",
-          "[sharding][service]") {
+          "[sharding][service][cluster]") {
   TempDir dir;
   std::map<std::string, int> expected;
   auto paths = WriteFiles(dir, 2, 3, &expected);

@@ -12,6 +12,7 @@
 
 #include "lib/pipeline/loader.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
+#include "tests/test_util.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::testing {
@@ -25,6 +26,7 @@ service::DispatcherConfig TestCluster::FastConfig() {
 }
 
 TestCluster::TestCluster(int num_workers, service::DispatcherConfig config) {
+  RequireTestKind("cluster");
   spdlog::set_level(spdlog::level::warn);  // lifecycle lines would drown the test output
   dispatcher_ = std::make_unique<service::DispatcherServer>(config);
   REQUIRE(dispatcher_->Start("127.0.0.1", 0).ok());

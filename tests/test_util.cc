@@ -10,6 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <catch2/catch.hpp>
+
 namespace tfdata::testing {
 
 TempDir::TempDir() {
@@ -48,7 +50,18 @@ static std::string Drain(int fd) {
   return out;
 }
 
+void RequireTestKind(const std::string& needs) {
+  const char* kind = std::getenv("TFDATA_TEST_KIND");
+  if (kind == nullptr) return;
+  auto rank = [](const std::string& k) { return k == "process" ? 2 : k == "cluster" ? 1 : 0; };
+  if (rank(kind) < rank(needs)) {
+    FAIL("this test runs " << (needs == "process" ? "a process" : "the test cluster") << " but ctest labels it "
+                           << kind << ": tag it [" << needs << "] (tests/test_util.h)");
+  }
+}
+
 CommandResult RunCommand(const std::vector<std::string>& args) {
+  RequireTestKind("process");
   TempDir dir;
   const std::string out_path = dir.Join("stdout");
   const std::string err_path = dir.Join("stderr");

@@ -36,6 +36,12 @@ CommandResult RunCommand(const std::vector<std::string>& args);
 // Runs the built tfdata binary with these arguments.
 CommandResult RunTfdata(const std::vector<std::string>& args);
 
+// Fails the running test when ctest runs it under a lighter label than what it does (ctest sets
+// TFDATA_TEST_KIND from the label, CMakeLists.txt): "cluster" for the in-process test cluster
+// (tag the test [cluster]), "process" for a tfdata process or any other program (tag [process]).
+// Run by hand (no TFDATA_TEST_KIND), anything goes.
+void RequireTestKind(const std::string& needs);
+
 // A path under the source tree, e.g. SourcePath("examples/range.pbtxt").
 std::string SourcePath(const std::string& relative);
 

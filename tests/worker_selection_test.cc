@@ -47,7 +47,7 @@ absl::StatusOr<std::vector<Element>> ReadWith(TestCluster& cluster, const std::s
 
 }  // namespace
 
-TEST_CASE("worker selection: readers can read only the workers with a tag", "[selection]") {
+TEST_CASE("worker selection: readers can read only the workers with a tag", "[selection][cluster]") {
   TestCluster cluster(0);
   AddTaggedWorker(cluster, {"ssd", "rack1"});
   AddTaggedWorker(cluster, {"rack2"});
@@ -64,7 +64,7 @@ TEST_CASE("worker selection: readers can read only the workers with a tag", "[se
   CHECK(std::string(none.status().message()).find("with tag \"gpu\"") != std::string::npos);
 }
 
-TEST_CASE("worker selection: local and auto read this process's workers", "[selection]") {
+TEST_CASE("worker selection: local and auto read this process's workers", "[selection][cluster]") {
   TestCluster cluster(2);
   const std::string ds = cluster.Register("op { range { stop: 10 } }");
   CHECK(service::ResolveTargetWorkers(service::TARGET_WORKERS_AUTO) == service::TARGET_WORKERS_LOCAL);
@@ -131,7 +131,7 @@ constexpr char kZeros[] = "op { range { stop: 1000000 } } op { map { fn { arith 
 
 }  // namespace
 
-TEST_CASE("compression: snappy datasets travel compressed and read back the same", "[compression]") {
+TEST_CASE("compression: snappy datasets travel compressed and read back the same", "[compression][cluster]") {
   TestCluster cluster(1);
   const std::string plain = cluster.Register(kZeros);
   const std::string snappy = cluster.Register(kZeros, "", service::COMPRESSION_SNAPPY);
@@ -166,7 +166,7 @@ TEST_CASE("compression: snappy datasets travel compressed and read back the same
   }
 }
 
-TEST_CASE("compression: auto measures the stream and compresses for remote readers when it pays", "[compression]") {
+TEST_CASE("compression: auto measures the stream and compresses for remote readers when it pays", "[compression][cluster]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
   config.link_bytes_per_s = 1e6;  // a slow link: snappy beats it even on a loaded machine
