@@ -2,64 +2,35 @@
 // adapter (grpc_worker.h) turns GetElements RPCs into calls here; heartbeats go to the
 // dispatcher through a DispatcherClient.
 //
-// Each task has a producer thread that iterates the task's pipeline into a bounded buffer of ready
-// elements; GetElements hands buffered elements to whichever request comes first, so readers
-// sharing a job split the stream without duplicates or losses.
+// Each task (task.h) has a producer thread that iterates the task's pipeline into a bounded buffer
+// of ready elements; GetElements hands buffered elements out by the task's serving policy
+// (serving_policy.h): for a plain task to whichever request comes first, so readers sharing a job
+// split the stream without duplicates or losses.
 //
 // Thread-safe. Create with std::make_shared (the in-process data plane holds shared references);
 // Start() begins heartbeating, Stop() (also run by the destructor) ends the heartbeats and every
 // task's thread, after which GetElements returns UNAVAILABLE.
 #pragma once
 
-#include <deque>
 #include <map>
-#include <optional>
-#include <vector>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "lib/pipeline/builder.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
 #include "lib/service/common/local_workers.h"
+#include "lib/service/worker/worker_config.h"
 
 namespace tfdata::service {
 
-struct WorkerConfig {
-  // The address readers reach this worker at ("host:port"), sent with every heartbeat.
-  std::string worker_address;
-  absl::Duration heartbeat_interval = absl::Seconds(1);
-  // Bounds of each task's buffer of ready elements.
-  int64_t buffer_elements = 1024;
-  int64_t buffer_bytes = 64 << 20;
-  BuildOptions build_options;
-  // distributed_epoch: how long a task keeps asking an unreachable dispatcher for splits before
-  // it fails (heartbeats are retried for as long as the worker runs).
-  absl::Duration dispatcher_retry = absl::Seconds(30);
-  // Sent with heartbeats; readers can pick workers by tag (ReaderOptions::worker_tag).
-  std::vector<std::string> tags;
-  // Cross-trainer cache: the byte bound of each such task's sliding window.
-  int64_t cross_trainer_cache_bytes = 256 << 20;
-  // Coordinated reads: a round open this long drops the elements no consumer took (and treats
-  // those consumers as gone until they ask again), so a stopped consumer does not hold the
-  // others back for longer.
-  absl::Duration round_expiry = absl::Seconds(30);
-  // COMPRESSION_AUTO: the transfer rate assumed to readers on other hosts (bytes/s).
-  double link_bytes_per_s = 1.25e9;  // 10 Gbit/s
-};
-
-// A task's counters, for tests and logs.
-struct TaskStats {
-  int64_t window_bytes = 0, window_peak_bytes = 0, window_max_bytes = 0;  // cross-trainer cache
-  int64_t round_elements_dropped = 0, late_elements = 0;               // coordinated reads
-  std::optional<bool> auto_compress;                                     // COMPRESSION_AUTO's decision
-};
+class Task;  // task.h
 
 class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint {
  public:
@@ -96,7 +67,6 @@ class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint
   }
 
  private:
-  class Task;
   void HeartbeatLoop();
 
   WorkerConfig config_;  // worker_address is fixed once Start() ran

@@ -1,0 +1,144 @@
+#include "lib/service/worker/task.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/pipeline/sharding.h"
+#include "lib/pipeline/splits.h"
+#include "lib/service/common/names.h"
+#include "lib/service/common/wire_compression.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+
+Task::Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher)
+    : def_(def),
+      config_(config),
+      splits_(def.mode() == DISTRIBUTED_EPOCH
+                  ? std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher, config.dispatcher_retry)
+                  : nullptr),
+      buffer_(config.buffer_elements, config.buffer_bytes),
+      policy_(MakeServingPolicy(def_, config, buffer_)),
+      thread_([this] { Produce(); }) {}
+
+Task::~Task() {
+  Cancel();
+  thread_.join();
+}
+
+void Task::Cancel() {
+  if (splits_) splits_->Cancel();
+  buffer_.Cancel();
+}
+
+bool Task::Finished() {
+  absl::MutexLock lock(&buffer_.mu());
+  return buffer_.done();
+}
+
+bool Task::Idle() {
+  absl::MutexLock lock(&buffer_.mu());
+  return buffer_.done() && buffer_.empty();
+}
+
+int64_t Task::SplitsDelivered() {
+  absl::MutexLock lock(&buffer_.mu());
+  if (buffer_.end_served()) return splits_ ? splits_->started() : 0;
+  return std::max<int64_t>(0, buffer_.max_popped_tag() - 1);
+}
+
+absl::StatusOr<GetElementsResult> Task::Get(const GetElementsRequest& req, bool remote_peer) {
+  absl::StatusOr<GetElementsResult> result = policy_->Serve(req);
+  if (result.ok() && !result->elements.empty()) result->compress = ShouldCompressFor(*result, remote_peer);
+  return result;
+}
+
+TaskStats Task::Stats() {
+  TaskStats s;
+  policy_->AddStats(s);
+  absl::MutexLock lock(&compression_mu_);
+  s.auto_compress = auto_compress_;
+  return s;
+}
+
+bool Task::ShouldCompressFor(const GetElementsResult& result, bool remote_peer) {
+  switch (def_.compression()) {
+    case COMPRESSION_SNAPPY: return true;
+    case COMPRESSION_AUTO: break;
+    default: return false;
+  }
+  if (!remote_peer) return false;  // loopback moves bytes faster than snappy compresses them
+  absl::MutexLock lock(&compression_mu_);
+  if (!auto_compress_) {
+    const CompressionSample s = MeasureSnappy(result.elements);
+    auto_compress_ = ShouldCompress(s, config_.link_bytes_per_s);
+    spdlog::info("worker: {} (dataset {}, compression auto): snappy ratio {:.2f} on {} bytes, compresses {:.0f} MB/s, "
+                 "decompresses {:.0f} MB/s; link {:.0f} MB/s -> {} (estimated {:.0f} MB/s compressed)",
+                 TaskName(def_.task_id()), def_.dataset_id(), s.ratio, s.bytes, s.compress_bytes_per_s / 1e6,
+                 s.decompress_bytes_per_s / 1e6, config_.link_bytes_per_s / 1e6,
+                 *auto_compress_ ? "compressing" : "not compressing", CompressedThroughput(s, config_.link_bytes_per_s) / 1e6);
+  }
+  return *auto_compress_;
+}
+
+void Task::Produce() {
+  absl::Status st = Run();
+  if (!st.ok()) {
+    st = absl::Status(st.code(),
+                      absl::StrCat(TaskName(def_.task_id()), " of dataset ", def_.dataset_id(), ": ", st.message()));
+    spdlog::error("worker: {}", std::string(st.message()));
+  }
+  buffer_.Finish(std::move(st));
+}
+
+absl::Status Task::Run() {
+  const PipelineSource source{absl::StrCat("dataset ", def_.dataset_id()), nullptr};
+  pipeline::Pipeline pipeline = def_.pipeline();
+  if (IsStaticSharding(def_.mode())) {
+    auto sharded = ApplyStaticSharding(pipeline, def_.mode(), def_.num_workers(), def_.worker_index());
+    if (!sharded.ok()) return sharded.status();
+    pipeline = *std::move(sharded);
+  }
+  auto dataset = splits_ ? BuildSplitFedDataset(pipeline, config_.build_options, splits_, source)
+                         : BuildDataset(pipeline, config_.build_options, source);
+  if (!dataset.ok()) return dataset.status();
+  auto it = (*dataset)->MakeIterator(IteratorContext{});
+  if (!it.ok()) return it.status();
+  // Elements are handed over in small batches: one lock (and one wake-up of a waiting reader) per
+  // batch rather than per element. A batch is closed early after kBatchLatency, so a slow
+  // pipeline's elements are not held back.
+  constexpr size_t kBatchElements = 64;
+  constexpr int64_t kBatchBytes = 1 << 20;
+  constexpr absl::Duration kBatchLatency = absl::Milliseconds(1);
+  std::vector<TaskBuffer::Buffered> batch;
+  while (true) {
+    const std::optional<int64_t> room = buffer_.AwaitRoom();
+    if (!room) return absl::OkStatus();  // cancelled
+    const absl::Time start = absl::Now();
+    int64_t batch_bytes = 0;
+    bool end = false;
+    while (static_cast<int64_t>(batch.size()) < std::min<int64_t>(*room, kBatchElements) && batch_bytes < kBatchBytes &&
+           (batch.empty() || absl::Now() - start < kBatchLatency)) {
+      Element e;
+      auto more = (*it)->Next(&e);
+      if (!more.ok() || !*more) {
+        end = true;
+        if (!more.ok()) {
+          buffer_.Push(batch);
+          return more.status();
+        }
+        break;
+      }
+      const int64_t bytes = static_cast<int64_t>(ElementByteSize(e));
+      batch_bytes += bytes;
+      batch.push_back(TaskBuffer::Buffered{std::move(e), bytes, splits_ ? splits_->started() : 0});
+    }
+    buffer_.Push(batch);
+    if (end) return absl::OkStatus();
+  }
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,76 @@
+// One task on a worker: a producer thread iterates the task's pipeline into a bounded buffer
+// (task_buffer.h), and GetElements requests are served from it by the task's serving policy
+// (serving_policy.h). The task also decides whether responses travel compressed, and reports
+// distributed_epoch split progress for the worker's heartbeats.
+//
+// Ownership and lifetime: the worker owns its tasks (shared, so that a request in flight keeps
+// its task alive after the worker dropped it). `config` and `dispatcher` are not owned and must
+// outlive the task. The constructor starts the producer thread; the destructor cancels the task
+// and joins the thread, so destroy a task outside any lock the producer might need.
+//
+// Thread-safe: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "lib/service/common/data_transfer.h"
+#include "lib/service/common/dispatcher_client.h"
+#include "lib/service/worker/serving_policy.h"
+#include "lib/service/worker/task_buffer.h"
+#include "lib/service/worker/task_split_provider.h"
+#include "lib/service/worker/worker_config.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+
+class Task {
+ public:
+  Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher);
+  ~Task();
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  // Stops producing; calls waiting in Get return NotFound at once.
+  void Cancel();
+
+  const TaskDef& def() const { return def_; }
+  bool distributed() const { return splits_ != nullptr; }
+  // The pipeline ended (its elements may still be buffered).
+  bool Finished();
+  // Nothing left to do: the pipeline ended and everything it produced was served.
+  bool Idle();
+  // distributed_epoch: how many of the task's splits readers have received in full. An element is
+  // tagged with the number of splits started when it was produced; once an element tagged t has
+  // been served, splits before the t-th are delivered (exact for pipelines that do not hold
+  // elements back across splits, e.g. shuffle). At the end of the stream, all of them.
+  int64_t SplitsDelivered();
+
+  // `remote_peer`: the request came from another host (COMPRESSION_AUTO compresses only then).
+  absl::StatusOr<GetElementsResult> Get(const GetElementsRequest& req, bool remote_peer);
+  TaskStats Stats();
+
+ private:
+  // Whether this response should travel compressed (the dataset's choice; AUTO measures once).
+  bool ShouldCompressFor(const GetElementsResult& result, bool remote_peer);
+  // The producer thread: runs the pipeline into buffer_, then records how it ended.
+  void Produce();
+  absl::Status Run();
+
+  const TaskDef def_;
+  const WorkerConfig& config_;
+  std::shared_ptr<TaskSplitProvider> splits_;  // distributed_epoch only; set before the thread starts
+  TaskBuffer buffer_;
+  const std::unique_ptr<ServingPolicy> policy_;  // serves from buffer_, so declared after it
+  absl::Mutex compression_mu_;
+  std::optional<bool> auto_compress_ ABSL_GUARDED_BY(compression_mu_);
+  std::thread thread_;  // last: starts once every other member is built
+};
+
+}  // namespace tfdata::service
