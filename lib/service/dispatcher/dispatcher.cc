@@ -179,6 +179,44 @@ absl::Status Dispatcher::GetDataset(const GetDatasetRequest& req, GetDatasetResp
 }
 
 absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp) {
+  if (auto st = CheckJobRequest(req); !st.ok()) return st;
+  absl::MutexLock lock(&mu_);
+  if (state_.FindDataset(req.dataset_id()) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("get or create job: unknown dataset \"", req.dataset_id(), "\""));
+  }
+  auto job = FindNamedJobLocked(req);
+  if (!job.ok()) return job.status();
+  int64_t job_id = 0;
+  if (*job != nullptr) {
+    job_id = (*job)->id;
+  } else {
+    auto created = CreateJobLocked(req);
+    if (!created.ok()) return created.status();
+    job_id = *created;
+  }
+  auto iteration_id = CurrentIterationLocked(job_id);
+  if (!iteration_id.ok()) return iteration_id.status();
+  const auto* iteration = state_.FindIteration(*iteration_id);
+  if (iteration->garbage_collected || state_.IterationFinished(*iteration_id)) {
+    resp->set_warning(absl::StrCat("job \"", req.job_name(), "\" (", JobName(job_id), ") has already ",
+                                   iteration->garbage_collected ? "ended" : "finished",
+                                   ": reading it yields no elements; pick a new job name to read the dataset again"));
+    spdlog::warn("dispatcher: {}", resp->warning());
+  }
+  // A garbage-collected iteration has nothing to join: client 0 reads an empty, finished iteration.
+  int64_t client_id = 0;
+  if (!iteration->garbage_collected) {
+    auto joined = JoinIterationLocked(req, job_id, *iteration_id);
+    if (!joined.ok()) return joined.status();
+    client_id = *joined;
+  }
+  resp->set_job_id(job_id);
+  resp->set_iteration_id(*iteration_id);
+  resp->set_client_id(client_id);
+  return absl::OkStatus();
+}
+
+absl::Status Dispatcher::CheckJobRequest(const GetOrCreateJobRequest& req) const {
   if (req.mode() != PARALLEL_EPOCHS && req.mode() != DISTRIBUTED_EPOCH && !IsStaticSharding(req.mode())) {
     return absl::InvalidArgumentError(absl::StrCat("get or create job: unsupported processing mode ",
                                                    ProcessingMode_Name(req.mode())));
@@ -189,67 +227,80 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
         "get or create job: mode ", ProcessingMode_Name(req.mode()),
         " (static sharding) needs a dispatcher started with --worker-addresses, the fixed list of workers"));
   }
-  absl::MutexLock lock(&mu_);
-  if (state_.FindDataset(req.dataset_id()) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("get or create job: unknown dataset \"", req.dataset_id(), "\""));
-  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const DispatcherState::Job*> Dispatcher::FindNamedJobLocked(const GetOrCreateJobRequest& req) const {
   const DispatcherState::Job* job = req.job_name().empty() ? nullptr : state_.FindJobByName(req.job_name());
-  if (job != nullptr && (job->num_consumers != req.num_consumers() || job->cross_trainer_cache != req.cross_trainer_cache())) {
+  if (job == nullptr) return nullptr;
+  if (job->num_consumers != req.num_consumers() || job->cross_trainer_cache != req.cross_trainer_cache()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "get or create job: job \"", req.job_name(), "\" was created with num_consumers ", job->num_consumers,
         " and cross_trainer_cache ", job->cross_trainer_cache ? "on" : "off", "; this request asks for num_consumers ",
         req.num_consumers(), " and cross_trainer_cache ", req.cross_trainer_cache() ? "on" : "off"));
   }
-  if (job != nullptr && (job->dataset_id != req.dataset_id() || job->mode != req.mode())) {
+  if (job->dataset_id != req.dataset_id() || job->mode != req.mode()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "get or create job: job name \"", req.job_name(), "\" is used by ", JobName(job->id), " of dataset ",
         job->dataset_id, " in mode ", ProcessingMode_Name(job->mode), "; this request asks for dataset ",
         req.dataset_id(), " in mode ", ProcessingMode_Name(req.mode())));
   }
-  if (job == nullptr) {
-    std::optional<SplitPlan> plan;
-    if (req.mode() == DISTRIBUTED_EPOCH) {
-      // Before the job exists: a pipeline that cannot be split creates nothing.
-      auto p = SplitPlan::Create(state_.FindDataset(req.dataset_id())->pipeline, BuildOptions{});
-      if (!p.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
-                                                       p.status().message()));
-      }
-      plan = *std::move(p);
+  return job;
+}
+
+absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetOrCreateJobRequest& req) const {
+  const pipeline::Pipeline& pipeline = state_.FindDataset(req.dataset_id())->pipeline;
+  std::optional<SplitPlan> plan;
+  if (req.mode() == DISTRIBUTED_EPOCH) {
+    auto p = SplitPlan::Create(pipeline, BuildOptions{});
+    if (!p.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
+                                                     p.status().message()));
     }
-    if (req.num_consumers() > 0) {
-      if (auto st = CheckInfinite(state_.FindDataset(req.dataset_id())->pipeline); !st.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("get or create job: coordinated reads (--num-consumers) of dataset ",
-                                                       req.dataset_id(), ": ", st.message()));
-      }
-    }
-    if (IsStaticSharding(req.mode())) {
-      auto st = CheckStaticSharding(state_.FindDataset(req.dataset_id())->pipeline, req.mode(),
-                                    static_cast<int64_t>(config_.worker_addresses.size()), BuildOptions{});
-      if (!st.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
-                                                       st.message()));
-      }
-    }
-    Update u;
-    auto* c = u.mutable_create_job();
-    c->set_job_id(state_.NextJobId());
-    c->set_dataset_id(req.dataset_id());
-    c->set_mode(req.mode());
-    c->set_job_name(req.job_name());
-    c->set_num_consumers(req.num_consumers());
-    c->set_cross_trainer_cache(req.cross_trainer_cache());
-    if (auto st = ApplyLocked(u); !st.ok()) return st;
-    job = state_.FindJob(c->job_id());
-    if (plan) split_plans_.emplace(job->id, *std::move(plan));
-    spdlog::info("dispatcher: created {} (dataset {}, {}{}{})", JobName(job->id), job->dataset_id,
-                 ProcessingMode_Name(job->mode), job->name.empty() ? "" : ", name \"" + job->name + "\"",
-                 split_plans_.contains(job->id)
-                     ? absl::StrCat(", ", split_plans_.at(job->id).num_splits(), " splits per epoch")
-                     : "");
+    plan = *std::move(p);
   }
-  const int64_t job_id = job->id;
-  if (job->iterations.empty()) {
+  if (req.num_consumers() > 0) {
+    if (auto st = CheckInfinite(pipeline); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("get or create job: coordinated reads (--num-consumers) of dataset ",
+                                                     req.dataset_id(), ": ", st.message()));
+    }
+  }
+  if (IsStaticSharding(req.mode())) {
+    auto st = CheckStaticSharding(pipeline, req.mode(), static_cast<int64_t>(config_.worker_addresses.size()),
+                                  BuildOptions{});
+    if (!st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
+                                                     st.message()));
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest& req) {
+  // Before the job exists: a pipeline that does not suit the job creates nothing.
+  auto plan = PlanNewJobLocked(req);
+  if (!plan.ok()) return plan.status();
+  Update u;
+  auto* c = u.mutable_create_job();
+  c->set_job_id(state_.NextJobId());
+  c->set_dataset_id(req.dataset_id());
+  c->set_mode(req.mode());
+  c->set_job_name(req.job_name());
+  c->set_num_consumers(req.num_consumers());
+  c->set_cross_trainer_cache(req.cross_trainer_cache());
+  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  const DispatcherState::Job* job = state_.FindJob(c->job_id());
+  if (*plan) split_plans_.emplace(job->id, **std::move(plan));
+  spdlog::info("dispatcher: created {} (dataset {}, {}{}{})", JobName(job->id), job->dataset_id,
+               ProcessingMode_Name(job->mode), job->name.empty() ? "" : ", name \"" + job->name + "\"",
+               split_plans_.contains(job->id)
+                   ? absl::StrCat(", ", split_plans_.at(job->id).num_splits(), " splits per epoch")
+                   : "");
+  return job->id;
+}
+
+absl::StatusOr<int64_t> Dispatcher::CurrentIterationLocked(int64_t job_id) {
+  if (state_.FindJob(job_id)->iterations.empty()) {
     Update u;
     auto* c = u.mutable_create_iteration();
     c->set_iteration_id(state_.NextIterationId());
@@ -261,31 +312,25 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
       if (auto st = CreateTaskLocked(c->iteration_id(), w); !st.ok()) return st;
     }
   }
-  const int64_t iteration_id = state_.FindJob(job_id)->iterations.back();
-  const auto* iteration = state_.FindIteration(iteration_id);
-  if (iteration->garbage_collected || state_.IterationFinished(iteration_id)) {
-    resp->set_warning(absl::StrCat("job \"", req.job_name(), "\" (", JobName(job_id), ") has already ",
-                                   iteration->garbage_collected ? "ended" : "finished",
-                                   ": reading it yields no elements; pick a new job name to read the dataset again"));
-    spdlog::warn("dispatcher: {}", resp->warning());
-  }
-  if (iteration->garbage_collected) {
-    // Nothing to join: the client reads an empty, finished iteration.
-    resp->set_job_id(job_id);
-    resp->set_iteration_id(iteration_id);
-    resp->set_client_id(0);
-    return absl::OkStatus();
-  }
-  if (req.num_consumers() > 0) {
-    for (int64_t c : iteration->clients) {
-      auto r = client_rounds_.find(c);
-      if (r != client_rounds_.end() && r->second.consumer_index == req.consumer_index()) {
-        return absl::AlreadyExistsError(absl::StrCat("get or create job: consumer index ", req.consumer_index(),
-                                                     " of job \"", req.job_name(), "\" is already read by ",
-                                                     ClientName(c)));
-      }
+  return state_.FindJob(job_id)->iterations.back();
+}
+
+absl::Status Dispatcher::CheckConsumerFreeLocked(const GetOrCreateJobRequest& req, int64_t iteration_id) const {
+  if (req.num_consumers() == 0) return absl::OkStatus();
+  for (int64_t c : state_.FindIteration(iteration_id)->clients) {
+    auto r = client_rounds_.find(c);
+    if (r != client_rounds_.end() && r->second.consumer_index == req.consumer_index()) {
+      return absl::AlreadyExistsError(absl::StrCat("get or create job: consumer index ", req.consumer_index(),
+                                                   " of job \"", req.job_name(), "\" is already read by ",
+                                                   ClientName(c)));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Dispatcher::JoinIterationLocked(const GetOrCreateJobRequest& req, int64_t job_id,
+                                                        int64_t iteration_id) {
+  if (auto st = CheckConsumerFreeLocked(req, iteration_id); !st.ok()) return st;
   Update u;
   auto* a = u.mutable_acquire_client();
   a->set_client_id(state_.NextClientId());
@@ -296,10 +341,7 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
   if (req.num_consumers() > 0) client_rounds_[a->client_id()] = ClientRounds{req.consumer_index(), 0};
   iteration_unclaimed_since_.erase(iteration_id);
   spdlog::info("dispatcher: {} joined {} of {}", ClientName(a->client_id()), IterationName(iteration_id), JobName(job_id));
-  resp->set_job_id(job_id);
-  resp->set_iteration_id(iteration_id);
-  resp->set_client_id(a->client_id());
-  return absl::OkStatus();
+  return a->client_id();
 }
 
 absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp) {

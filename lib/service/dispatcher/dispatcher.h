@@ -10,14 +10,15 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -86,6 +87,29 @@ class Dispatcher {
 
  private:
   absl::Status ApplyLocked(const Update& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // GetOrCreateJob's steps, in order. Each change goes through ApplyLocked.
+  // Checks what the request decides alone (its mode and options against each other and the config).
+  absl::Status CheckJobRequest(const GetOrCreateJobRequest& req) const;
+  // The job the request names, checked against the request's options; nullptr when it names
+  // none or one that does not exist yet.
+  absl::StatusOr<const DispatcherState::Job*> FindNamedJobLocked(const GetOrCreateJobRequest& req) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks that the dataset's pipeline suits a new job of the request, and makes its split plan
+  // (distributed_epoch; nullopt otherwise).
+  absl::StatusOr<std::optional<SplitPlan>> PlanNewJobLocked(const GetOrCreateJobRequest& req) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates the job the request asks for; returns its id.
+  absl::StatusOr<int64_t> CreateJobLocked(const GetOrCreateJobRequest& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's latest iteration; a new job first gets its first one, with a task on every known worker.
+  absl::StatusOr<int64_t> CurrentIterationLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Coordinated reads: AlreadyExists when another client of the iteration reads the request's consumer index.
+  absl::Status CheckConsumerFreeLocked(const GetOrCreateJobRequest& req, int64_t iteration_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds a client for the request to the (not garbage-collected) iteration; returns its id.
+  absl::StatusOr<int64_t> JoinIterationLocked(const GetOrCreateJobRequest& req, int64_t job_id, int64_t iteration_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Creates a task on `worker` for every active iteration that has none there.
   absl::Status AssignTasksLocked(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CreateTaskLocked(int64_t iteration_id, const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
