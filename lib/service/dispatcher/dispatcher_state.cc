@@ -20,6 +20,61 @@ auto* Find(Map& map, const Key& key) {
 
 }  // namespace
 
+// The fields Snapshot and Restore copy, one list per record: adding a field to a record (and to
+// its StateSnapshot message, under the same name) means adding it here, once. SCALAR copies a
+// number, bool, enum or string; MESSAGE a protobuf message; REPEATED a std container of scalars
+// as a repeated field. Fields whose snapshot form differs (a map as a list of pairs, ended tasks
+// listed on their own, worker tags, clients) are copied by hand in Snapshot and Restore.
+#define TFD_DATASET_FIELDS(SCALAR, MESSAGE, REPEATED) \
+  SCALAR(id) SCALAR(fingerprint) MESSAGE(pipeline) SCALAR(compression)
+#define TFD_JOB_FIELDS(SCALAR, MESSAGE, REPEATED) \
+  SCALAR(id) SCALAR(dataset_id) SCALAR(mode) SCALAR(name) REPEATED(iterations) SCALAR(num_consumers) \
+  SCALAR(cross_trainer_cache)
+// By hand: next_split, ended_tasks.
+#define TFD_ITERATION_FIELDS(SCALAR, MESSAGE, REPEATED) \
+  SCALAR(id) SCALAR(job_id) SCALAR(repetition) REPEATED(tasks) REPEATED(clients) SCALAR(garbage_collected) \
+  SCALAR(splits_lost)
+#define TFD_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
+  SCALAR(id) SCALAR(iteration_id) SCALAR(worker_address) SCALAR(finished) SCALAR(splits_assigned) \
+  SCALAR(splits_delivered) SCALAR(last_epoch) SCALAR(last_first) SCALAR(last_count) SCALAR(starting_round)
+// By hand: the snapshot's id and iteration_id, the keys the ended task is stored under.
+#define TFD_ENDED_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
+  SCALAR(worker_address) SCALAR(starting_round) SCALAR(ending_round)
+// The id counters: member f_ is snapshot field f.
+#define TFD_STATE_COUNTERS(COUNTER) \
+  COUNTER(next_job_id) COUNTER(next_iteration_id) COUNTER(next_task_id) COUNTER(next_client_id) \
+  COUNTER(next_dataset_number)
+
+namespace {
+
+// ToSnapshot and FromSnapshot of each record (DispatcherState::R <-> StateSnapshot::R), from its list.
+#define TFD_TO_SCALAR(f) o.set_##f(s.f);
+#define TFD_TO_MESSAGE(f) *o.mutable_##f() = s.f;
+#define TFD_TO_REPEATED(f) for (const auto& v : s.f) o.add_##f(v);
+#define TFD_FROM_SCALAR(f) s.f = o.f();
+#define TFD_FROM_MESSAGE(f) s.f = o.f();
+#define TFD_FROM_REPEATED(f) s.f = decltype(s.f)(o.f().begin(), o.f().end());
+#define TFD_SNAPSHOT_COPIES(R, FIELDS) \
+  void ToSnapshot(const DispatcherState::R& s, StateSnapshot::R& o) { \
+    FIELDS(TFD_TO_SCALAR, TFD_TO_MESSAGE, TFD_TO_REPEATED) \
+  } \
+  void FromSnapshot(const StateSnapshot::R& o, DispatcherState::R& s) { \
+    FIELDS(TFD_FROM_SCALAR, TFD_FROM_MESSAGE, TFD_FROM_REPEATED) \
+  }
+TFD_SNAPSHOT_COPIES(Dataset, TFD_DATASET_FIELDS)
+TFD_SNAPSHOT_COPIES(Job, TFD_JOB_FIELDS)
+TFD_SNAPSHOT_COPIES(Iteration, TFD_ITERATION_FIELDS)
+TFD_SNAPSHOT_COPIES(Task, TFD_TASK_FIELDS)
+TFD_SNAPSHOT_COPIES(EndedTask, TFD_ENDED_TASK_FIELDS)
+#undef TFD_SNAPSHOT_COPIES
+#undef TFD_TO_SCALAR
+#undef TFD_TO_MESSAGE
+#undef TFD_TO_REPEATED
+#undef TFD_FROM_SCALAR
+#undef TFD_FROM_MESSAGE
+#undef TFD_FROM_REPEATED
+
+}  // namespace
 
 absl::Status DispatcherState::Apply(const Update& update) {
   switch (update.kind_case()) {
@@ -202,75 +257,38 @@ absl::Status DispatcherState::DeliverSplits(const DeliverSplitsUpdate& u) {
 
 StateSnapshot DispatcherState::Snapshot() const {
   StateSnapshot s;
-  for (const auto& [id, d] : datasets_) {
-    auto* o = s.add_datasets();
-    o->set_id(d.id);
-    o->set_fingerprint(d.fingerprint);
-    *o->mutable_pipeline() = d.pipeline;
-    o->set_compression(d.compression);
-  }
+  for (const auto& [id, d] : datasets_) ToSnapshot(d, *s.add_datasets());
   for (const std::string& w : workers_) s.add_workers(w);
   for (const auto& [w, tags] : worker_tags_) {
     auto* o = s.add_worker_tags();
     o->set_address(w);
     for (const std::string& t : tags) o->add_tags(t);
   }
-  for (const auto& [id, j] : jobs_) {
-    auto* o = s.add_jobs();
-    o->set_id(j.id);
-    o->set_dataset_id(j.dataset_id);
-    o->set_mode(j.mode);
-    o->set_name(j.name);
-    for (int64_t i : j.iterations) o->add_iterations(i);
-    o->set_num_consumers(j.num_consumers);
-    o->set_cross_trainer_cache(j.cross_trainer_cache);
-  }
+  for (const auto& [id, j] : jobs_) ToSnapshot(j, *s.add_jobs());
   for (const auto& [id, it] : iterations_) {
     auto* o = s.add_iterations();
-    o->set_id(it.id);
-    o->set_job_id(it.job_id);
-    o->set_repetition(it.repetition);
-    for (int64_t t : it.tasks) o->add_tasks(t);
-    for (int64_t c : it.clients) o->add_clients(c);
-    o->set_garbage_collected(it.garbage_collected);
+    ToSnapshot(it, *o);
     for (const auto& [epoch, next] : it.next_split) {
       auto* e = o->add_next_split();
       e->set_epoch(epoch);
       e->set_next_split(next);
     }
-    o->set_splits_lost(it.splits_lost);
     for (const auto& [task_id, e] : it.ended_tasks) {
       auto* t = s.add_ended_tasks();
       t->set_id(task_id);
       t->set_iteration_id(it.id);
-      t->set_worker_address(e.worker_address);
-      t->set_starting_round(e.starting_round);
-      t->set_ending_round(e.ending_round);
+      ToSnapshot(e, *t);
     }
   }
-  for (const auto& [id, t] : tasks_) {
-    auto* o = s.add_tasks();
-    o->set_id(t.id);
-    o->set_iteration_id(t.iteration_id);
-    o->set_worker_address(t.worker_address);
-    o->set_finished(t.finished);
-    o->set_splits_assigned(t.splits_assigned);
-    o->set_splits_delivered(t.splits_delivered);
-    o->set_last_epoch(t.last_epoch);
-    o->set_last_first(t.last_first);
-    o->set_last_count(t.last_count);
-    o->set_starting_round(t.starting_round);
-  }
+  for (const auto& [id, t] : tasks_) ToSnapshot(t, *s.add_tasks());
   for (const auto& [client, iteration] : client_iteration_) {
     auto* o = s.add_clients();
     o->set_id(client);
     o->set_iteration_id(iteration);
   }
-  s.set_next_job_id(next_job_id_);
-  s.set_next_iteration_id(next_iteration_id_);
-  s.set_next_task_id(next_task_id_);
-  s.set_next_client_id(next_client_id_);
-  s.set_next_dataset_number(next_dataset_number_);
+#define TFD_TO_COUNTER(f) s.set_##f(f##_);
+  TFD_STATE_COUNTERS(TFD_TO_COUNTER)
+#undef TFD_TO_COUNTER
   return s;
 }
 
@@ -281,7 +299,7 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
   }
   DispatcherState r;  // built aside: a bad snapshot leaves the state unchanged
   for (const auto& d : s.datasets()) {
-    r.datasets_[d.id()] = Dataset{d.id(), d.fingerprint(), d.pipeline(), d.compression()};
+    FromSnapshot(d, r.datasets_[d.id()]);
     r.dataset_by_fingerprint_.emplace(d.fingerprint(), d.id());
   }
   for (const auto& w : s.workers()) r.workers_.insert(w);
@@ -291,33 +309,23 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
   }
   for (const auto& j : s.jobs()) {
     if (!r.datasets_.contains(j.dataset_id())) return Inconsistent("snapshot: job of an unknown dataset");
-    r.jobs_[j.id()] = Job{j.id(),   j.dataset_id(), j.mode(), j.name(), {j.iterations().begin(), j.iterations().end()},
-                          j.num_consumers(), j.cross_trainer_cache()};
+    FromSnapshot(j, r.jobs_[j.id()]);
     if (!j.name().empty()) r.job_by_name_[j.name()] = j.id();
   }
   for (const auto& i : s.iterations()) {
     Iteration it;
-    it.id = i.id();
-    it.job_id = i.job_id();
-    it.repetition = i.repetition();
-    it.tasks = {i.tasks().begin(), i.tasks().end()};
-    it.clients = {i.clients().begin(), i.clients().end()};
-    it.garbage_collected = i.garbage_collected();
+    FromSnapshot(i, it);
     for (const auto& e : i.next_split()) it.next_split[e.epoch()] = e.next_split();
-    it.splits_lost = i.splits_lost();
     r.iterations_[it.id] = std::move(it);
   }
   for (const auto& t : s.tasks()) {
     if (!r.iterations_.contains(t.iteration_id())) return Inconsistent("snapshot: task of an unknown iteration");
-    r.tasks_[t.id()] = Task{t.id(),           t.iteration_id(),     t.worker_address(),
-                            t.finished(),     t.splits_assigned(),  t.splits_delivered(),
-                            t.last_epoch(),   t.last_first(),       t.last_count(),
-                            t.starting_round()};
+    FromSnapshot(t, r.tasks_[t.id()]);
   }
   for (const auto& e : s.ended_tasks()) {
     auto it = r.iterations_.find(e.iteration_id());
     if (it == r.iterations_.end()) return Inconsistent("snapshot: ended task of an unknown iteration");
-    it->second.ended_tasks[e.id()] = EndedTask{e.worker_address(), e.starting_round(), e.ending_round()};
+    FromSnapshot(e, it->second.ended_tasks[e.id()]);
   }
   for (const auto& i : r.iterations_) {
     for (int64_t t : i.second.tasks) {
@@ -325,11 +333,9 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
     }
   }
   for (const auto& c : s.clients()) r.client_iteration_[c.id()] = c.iteration_id();
-  r.next_job_id_ = s.next_job_id();
-  r.next_iteration_id_ = s.next_iteration_id();
-  r.next_task_id_ = s.next_task_id();
-  r.next_client_id_ = s.next_client_id();
-  r.next_dataset_number_ = s.next_dataset_number();
+#define TFD_FROM_COUNTER(f) r.f##_ = s.f();
+  TFD_STATE_COUNTERS(TFD_FROM_COUNTER)
+#undef TFD_FROM_COUNTER
   *this = std::move(r);
   return absl::OkStatus();
 }

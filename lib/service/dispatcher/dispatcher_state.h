@@ -31,6 +31,8 @@ namespace tfdata::service {
 
 class DispatcherState {
  public:
+  // Each record's fields are listed once more in dispatcher_state.cc (TFD_*_FIELDS), which
+  // Snapshot and Restore copy: a new field goes there too, under its StateSnapshot name.
   struct Dataset {
     std::string id;
     std::string fingerprint;
