@@ -5,7 +5,7 @@
 #include "fmt/format.h"
 #include "lib/bench/impact.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/address.h"
 #include "lib/service/client/reader.h"
 
 namespace tfdata::cmd {

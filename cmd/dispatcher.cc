@@ -7,7 +7,7 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "absl/strings/str_split.h"
-#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/address.h"
 #include "lib/service/grpc/server.h"
 #include "spdlog/spdlog.h"
 

@@ -4,7 +4,7 @@
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/address.h"
 #include "lib/service/client/coordinated_reader.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/common/wire_compression.h"

@@ -3,7 +3,7 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/address.h"
 #include "lib/service/common/wire_compression.h"
 
 namespace tfdata::cmd {

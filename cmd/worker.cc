@@ -4,7 +4,7 @@
 #include "cmd/common.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
-#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/address.h"
 #include "lib/service/grpc/server.h"
 #include "spdlog/spdlog.h"
 

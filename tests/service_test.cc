@@ -9,7 +9,7 @@
 
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/address.h"
 #include "tests/test_cluster.h"
 #include "tests/test_util.h"
 

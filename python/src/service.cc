@@ -9,7 +9,7 @@
 
 #include "lib/service/client/coordinated_reader.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/grpc/grpc_util.h"
+#include "lib/service/common/address.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/client/register_dataset.h"
 #include "lib/service/grpc/server.h"

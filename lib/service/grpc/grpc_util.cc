@@ -1,7 +1,6 @@
 #include "lib/service/grpc/grpc_util.h"
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace tfdata::service {
@@ -25,19 +24,6 @@ absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view what) {
                                            " (", status.error_message(), ")"));
   }
   return absl::Status(code, status.error_message());
-}
-
-absl::StatusOr<std::string> ParseAddress(std::string_view address, std::string_view flag) {
-  std::string_view a = address;
-  if (a.starts_with("grpc://")) a.remove_prefix(7);
-  const size_t colon = a.rfind(':');
-  int port = 0;
-  if (colon == std::string_view::npos || colon == 0 || !absl::SimpleAtoi(std::string(a.substr(colon + 1)), &port) || port <= 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(flag), ": \"", std::string(address), "\" is not an address (expected HOST:PORT or grpc://HOST:PORT)"));
-  }
-  return std::string(a);
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {

@@ -1,4 +1,5 @@
-// Conversions at the gRPC edge: statuses and addresses. Stateless and thread-safe.
+// Conversions at the gRPC edge: statuses and channels (addresses: common/address.h). Stateless
+// and thread-safe.
 #pragma once
 
 #include <memory>
@@ -17,10 +18,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // prefixes the message of a transport error (unreachable peer, deadline) so the user sees which
 // server could not be reached.
 absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view what = {});
-
-// "grpc://host:port" or "host:port" -> "host:port". InvalidArgument (naming `flag`) for anything
-// else, e.g. a missing or non-numeric port.
-absl::StatusOr<std::string> ParseAddress(std::string_view address, std::string_view flag = "address");
 
 // A plaintext channel to `address` ("host:port"), with keep-alive settings suitable for
 // detecting dead peers.
