@@ -1,6 +1,7 @@
 #include "lib/service/grpc/grpc_dispatcher.h"
 
 #include "lib/service/grpc/grpc_util.h"
+#include "lib/service/grpc/grpc_worker.h"
 
 namespace tfdata::service {
 
@@ -24,6 +25,8 @@ TFD_ADAPT(GetSplits, GetSplitsRequest, GetSplitsResponse)
 #undef TFD_ADAPT
 
 GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address, absl::Duration timeout)
-    : address_(address), timeout_(timeout), stub_(DispatcherService::NewStub(MakeChannel(address))) {}
+    : address_(address), timeout_(timeout), stub_(DispatcherService::NewStub(MakeChannel(address))) {
+  RegisterGrpcTransport();  // the readers that use this client fetch from workers over "grpc"
+}
 
 }  // namespace tfdata::service

@@ -153,17 +153,21 @@ absl::StatusOr<GetElementsResult> GrpcDataTransferClient::GetElements(const GetE
   return result;
 }
 
+void RegisterGrpcTransport() {
+  // Once: a function-local static is initialized exactly once, even with concurrent callers.
+  static const bool registered = [] {
+    RegisterTransport("grpc", [](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
+      return std::make_unique<GrpcDataTransferClient>(address);
+    });
+    return true;
+  }();
+  (void)registered;
+}
+
 namespace {
 
-// Registers "grpc" with the transport registry at static initialization. This file is linked
-// wherever a worker or the service's servers are (GrpcWorkerService lives here too); a program
-// linking readers alone from the static library must reference it, or "grpc" is unknown to it.
-const bool kGrpcTransportRegistered = [] {
-  RegisterTransport("grpc", [](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
-    return std::make_unique<GrpcDataTransferClient>(address);
-  });
-  return true;
-}();
+// Also at static initialization, for programs that link this file for its servers alone.
+const bool kGrpcTransportRegistered = (RegisterGrpcTransport(), true);
 
 }  // namespace
 
