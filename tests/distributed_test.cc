@@ -16,15 +16,6 @@ using namespace tfdata::testing;
 
 namespace {
 
-template <typename Pred>
-bool WaitFor(Pred pred, int ms = 5000) {
-  for (int i = 0; i < ms / 5; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
-
 service::ReaderOptions Distributed(const std::string& id, const std::string& job_name = "") {
   service::ReaderOptions o;
   o.dataset_id = id;
@@ -66,12 +57,6 @@ std::vector<Element> ReadShared(TestCluster& cluster, const std::string& id, int
     for (auto& e : got[r]) all.push_back(std::move(e));
   }
   return all;
-}
-
-std::map<int64_t, int> Counts(const std::vector<int64_t>& values) {
-  std::map<int64_t, int> counts;
-  for (int64_t v : values) ++counts[v];
-  return counts;
 }
 
 bool EachOnce(const std::vector<int64_t>& values, int64_t n) {

@@ -18,21 +18,6 @@ using namespace tfdata::testing;
 
 namespace {
 
-std::map<int64_t, int> Counts(const std::vector<int64_t>& values) {
-  std::map<int64_t, int> counts;
-  for (int64_t v : values) ++counts[v];
-  return counts;
-}
-
-template <typename Pred>
-bool WaitFor(Pred pred, int ms = 3000) {
-  for (int i = 0; i < ms / 5; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
-
 }  // namespace
 
 TEST_CASE("service: the seed example reads 0..9 through one worker", "[service][cluster]") {

@@ -59,12 +59,6 @@ std::string FileList(const std::vector<std::string>& paths) {
   return "[" + list + "]";
 }
 
-std::map<int64_t, int> Counts(const std::vector<int64_t>& v) {
-  std::map<int64_t, int> c;
-  for (int64_t x : v) ++c[x];
-  return c;
-}
-
 bool EachOnce(const std::vector<Element>& elements, int64_t n) {
   auto c = Counts(Int64Scalars(elements));
   if (static_cast<int64_t>(c.size()) != n || static_cast<int64_t>(elements.size()) != n) return false;

@@ -1,7 +1,11 @@
 // Helpers shared by the tests: temporary directories, file I/O, running the built binary.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/core/tensor.h"
@@ -41,6 +45,24 @@ CommandResult RunTfdata(const std::vector<std::string>& args);
 // (tag the test [cluster]), "process" for a tfdata process or any other program (tag [process]).
 // Run by hand (no TFDATA_TEST_KIND), anything goes.
 void RequireTestKind(const std::string& needs);
+
+// How many times each value occurs (exactly-once and at-most-once checks).
+inline std::map<int64_t, int> Counts(const std::vector<int64_t>& values) {
+  std::map<int64_t, int> counts;
+  for (int64_t v : values) ++counts[v];
+  return counts;
+}
+
+// Polls `pred` every 5 ms until it holds or `ms` have passed; returns its last value. For state
+// that another thread changes (a worker registering, a task ending); never a measure of time.
+template <typename Pred>
+bool WaitFor(Pred pred, int ms = 5000) {
+  for (int i = 0; i < ms / 5; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
 
 // A path under the source tree, e.g. SourcePath("examples/range.pbtxt").
 std::string SourcePath(const std::string& relative);
