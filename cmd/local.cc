@@ -17,6 +17,7 @@ struct LocalFlags {
   std::string transfer = "local";
   OutputFlags output;
   std::string log_level = "warn";
+  std::string max_task_memory;  // empty: DefaultTaskMemoryLimit()
 };
 
 int RunLocal(const LocalFlags& f) {
@@ -26,6 +27,12 @@ int RunLocal(const LocalFlags& f) {
   if (f.workers < 1) return Fail("--workers must be at least 1", kExitUsage);
   if (f.transfer != "local" && f.transfer != "grpc") return Fail("--transfer: expected local or grpc", kExitUsage);
   if (auto format = ParseOutputFormat(f.output.format); !format.ok()) return Fail(format.status(), kExitUsage);
+  int64_t max_task_memory = DefaultTaskMemoryLimit();
+  if (!f.max_task_memory.empty()) {
+    auto limit = ParseByteSizeFlag(f.max_task_memory, "--max-task-memory");
+    if (!limit.ok()) return Fail(limit.status(), kExitUsage);
+    max_task_memory = *limit;
+  }
 
   service::DispatcherServer dispatcher(service::DispatcherConfig{});
   if (auto st = dispatcher.Start("127.0.0.1", 0); !st.ok()) return Fail(st, kExitRuntimeError);
@@ -41,6 +48,7 @@ int RunLocal(const LocalFlags& f) {
     options.worker_address = "127.0.0.1:%port%";
     options.config.heartbeat_interval = absl::Milliseconds(100);
     options.config.build_options = LocalBuildOptions();  // the user's own pipeline, in the user's process
+    options.config.max_task_memory = max_task_memory;
     workers.push_back(std::make_unique<service::WorkerServer>(options));
     if (auto st = workers.back()->Start(); !st.ok()) return Fail(st, kExitRuntimeError);
   }
@@ -69,6 +77,10 @@ void AddLocalCommand(CLI::App& app, std::function<int()>* action) {
       "local", "Run a dispatcher, N workers and a reader in this process on free loopback ports (the demo)");
   sub->add_option("PIPELINE", f->pipeline, "Pipeline file")->required();
   sub->add_option("--workers", f->workers, "Number of workers")->capture_default_str();
+  sub->add_option("--max-task-memory", f->max_task_memory,
+                  fmt::format("What each worker's pipeline may hold, in bytes (e.g. 2GiB); more is an error naming "
+                              "the op (default: a quarter of this machine's memory, here {})",
+                              FormatBytes(DefaultTaskMemoryLimit())));
   sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
                   "distributed_epoch (alias dynamic: the source is split among the workers, each element once), or a "
                   "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")->capture_default_str();

@@ -10,6 +10,7 @@ namespace {
 
 struct RunFlags {
   std::string pipeline;
+  std::string max_memory;  // empty: half of this machine's memory
   OutputFlags output;
 };
 
@@ -18,7 +19,13 @@ int Run(const RunFlags& f) {
   if (auto format = ParseOutputFormat(f.output.format); !format.ok()) return Fail(format.status(), kExitUsage);
   auto loaded = LoadPipelineFile(f.pipeline);
   if (!loaded.ok()) return Fail(loaded.status(), kExitBadPipeline);
-  auto dataset = BuildDataset(loaded->pipeline, LocalBuildOptions(), loaded->source());
+  BuildOptions options = LocalBuildOptions();
+  if (!f.max_memory.empty()) {
+    auto limit = ParseByteSizeFlag(f.max_memory, "--max-memory");
+    if (!limit.ok()) return Fail(limit.status(), kExitUsage);
+    options.memory = std::make_shared<MemoryBudget>(*limit, "the memory limit (run --max-memory)");
+  }
+  auto dataset = BuildDataset(loaded->pipeline, options, loaded->source());
   if (!dataset.ok()) return Fail(dataset.status(), kExitBadPipeline);
   auto it = (*dataset)->MakeIterator(IteratorContext{});
   if (!it.ok()) return Fail(it.status(), kExitRuntimeError);
@@ -31,6 +38,10 @@ void AddRunCommand(CLI::App& app, std::function<int()>* action) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* sub = app.add_subcommand("run", "Iterate a pipeline in this process (no service) and write its elements");
   sub->add_option("PIPELINE", flags->pipeline, "Pipeline file (.pbtxt text format, .pb binary, .json)")->required();
+  sub->add_option("--max-memory", flags->max_memory,
+                  fmt::format("What the pipeline may hold (buffers, batches, caches), in bytes (e.g. 2GiB); more is an "
+                              "error naming the op (default: half of this machine's memory, here {})",
+                              FormatBytes(DefaultMemoryBudget()->limit())));
   AddOutputFlags(sub, &flags->output);
   sub->callback([flags, action] { *action = [flags] { return Run(*flags); }; });
 }

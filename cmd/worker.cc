@@ -24,6 +24,7 @@ struct WorkerFlags {
   std::string log_level = "info";
   std::vector<std::string> tags;
   std::string cross_trainer_cache_size = "256MiB";
+  std::string max_task_memory;  // empty: DefaultTaskMemoryLimit()
   std::string round_expiry = "30s";
   double link_gbps = 10;
 };
@@ -54,6 +55,11 @@ int RunWorker(const WorkerFlags& f) {
   auto cache = ParseByteSizeFlag(f.cross_trainer_cache_size, "--cross-trainer-cache-size");
   if (!cache.ok()) return Fail(cache.status(), kExitUsage);
   options.config.cross_trainer_cache_bytes = *cache;
+  if (!f.max_task_memory.empty()) {
+    auto limit = ParseByteSizeFlag(f.max_task_memory, "--max-task-memory");
+    if (!limit.ok()) return Fail(limit.status(), kExitUsage);
+    options.config.max_task_memory = *limit;
+  }
   auto expiry = ParseDurationFlag(f.round_expiry, "--round-expiry");
   if (!expiry.ok()) return Fail(expiry.status(), kExitUsage);
   options.config.round_expiry = *expiry;
@@ -102,6 +108,11 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--cross-trainer-cache-size", f->cross_trainer_cache_size,
                   "Cross-trainer cache jobs: the sliding window each task keeps, in bytes (e.g. 256MiB, 4GiB)")
       ->capture_default_str();
+  sub->add_option("--max-task-memory", f->max_task_memory,
+                  fmt::format("What one task's pipeline may hold (buffers, batches, caches), in bytes (e.g. 2GiB); a "
+                              "pipeline that needs more fails its task with an error naming the op (default: a quarter "
+                              "of this machine's memory, here {})",
+                              FormatBytes(DefaultTaskMemoryLimit())));
   sub->add_option("--round-expiry", f->round_expiry,
                   "Coordinated reads: a round open this long drops the elements no consumer took, so a consumer that "
                   "stopped holds the others back at most this long")

@@ -12,8 +12,8 @@ absl::StatusOr<std::unique_ptr<Function>> CreateFunction(const pipeline::Functio
   using K = pipeline::Function::KindCase;
   switch (spec.kind_case()) {
     case K::kParseExample: return MakeParseExample(spec.parse_example());
-    case K::kDecodeJpeg: return MakeDecodeJpeg(spec.decode_jpeg());
-    case K::kResize: return MakeResize(spec.resize());
+    case K::kDecodeJpeg: return MakeDecodeJpeg(spec.decode_jpeg(), options.memory);
+    case K::kResize: return MakeResize(spec.resize(), options.memory);
     case K::kRandomCrop: return MakeRandomCrop(spec.random_crop());
     case K::kCenterCrop: return MakeCenterCrop(spec.center_crop());
     case K::kRandomFlipLeftRight: return MakeRandomFlipLeftRight(spec.random_flip_left_right());
@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<Function>> CreateFunction(const pipeline::Functio
     case K::kCast: return MakeCast(spec.cast());
     case K::kArith: return MakeArith(spec.arith());
     case K::kCompare: return MakeCompare(spec.compare());
-    case K::kTokenize: return MakeTokenize(spec.tokenize());
+    case K::kTokenize: return MakeTokenize(spec.tokenize(), options.memory);
     case K::kSpin: return MakeSpin(spec.spin());
     case K::kSleep: return MakeSleep(spec.sleep());
     case K::kPlugin: return MakePlugin(spec.plugin(), options);

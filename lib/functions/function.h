@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "lib/core/element_spec.h"
+#include "lib/core/memory_budget.h"
 #include "lib/core/tensor.h"
 #include "proto/pipeline.pb.h"
 
@@ -39,6 +40,9 @@ class Function {
 struct FunctionOptions {
   // Plugins (shared libraries) are loaded only when allowed (workers need an explicit flag).
   bool allow_plugins = true;
+  // The budget that the function's outputs are checked against, and its place for errors
+  // ("op 2 (map) > fn 0 (resize)"); set by the builder.
+  MemoryScope memory;
 };
 
 // Creates the function for `spec`; errors name the function and the bad field.
@@ -58,8 +62,8 @@ uint64_t SeedOrRandom(bool has_seed, uint64_t seed);
 
 // Factories of the built-in functions, one per file in lib/functions/.
 absl::StatusOr<std::unique_ptr<Function>> MakeParseExample(const pipeline::ParseExample& spec);
-absl::StatusOr<std::unique_ptr<Function>> MakeDecodeJpeg(const pipeline::DecodeJpeg& spec);
-absl::StatusOr<std::unique_ptr<Function>> MakeResize(const pipeline::Resize& spec);
+absl::StatusOr<std::unique_ptr<Function>> MakeDecodeJpeg(const pipeline::DecodeJpeg& spec, MemoryScope memory = {});
+absl::StatusOr<std::unique_ptr<Function>> MakeResize(const pipeline::Resize& spec, MemoryScope memory = {});
 absl::StatusOr<std::unique_ptr<Function>> MakeRandomCrop(const pipeline::RandomCrop& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeCenterCrop(const pipeline::CenterCrop& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeRandomFlipLeftRight(const pipeline::RandomFlipLeftRight& spec);
@@ -67,7 +71,7 @@ absl::StatusOr<std::unique_ptr<Function>> MakeNormalize(const pipeline::Normaliz
 absl::StatusOr<std::unique_ptr<Function>> MakeCast(const pipeline::Cast& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeArith(const pipeline::Arith& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeCompare(const pipeline::Compare& spec);
-absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec);
+absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec, MemoryScope memory = {});
 absl::StatusOr<std::unique_ptr<Function>> MakeSpin(const pipeline::Spin& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeSleep(const pipeline::Sleep& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spec, const FunctionOptions& options);

@@ -148,7 +148,8 @@ void RgbToGray(const uint8_t* rgb, size_t pixels, uint8_t* gray) {
 
 class DecodeJpegFn final : public Function {
  public:
-  DecodeJpegFn(int component, int channels) : component_(component), channels_(channels) {}
+  DecodeJpegFn(int component, int channels, MemoryScope memory)
+      : component_(component), channels_(channels), memory_(std::move(memory)) {}
   std::string_view name() const override { return "decode_jpeg"; }
 
   absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const override {
@@ -172,18 +173,20 @@ class DecodeJpegFn final : public Function {
       return absl::InvalidArgumentError(fmt::format(
           "decode_jpeg: component {} must be a string scalar (JPEG bytes), got {}", component_, t.TypeString()));
     }
-    TFD_ASSIGN_OR_RETURN(t, DecodeJpegImage(t.strings()[0], channels_));
+    TFD_ASSIGN_OR_RETURN(t, DecodeJpegImage(t.strings()[0], channels_, kMaxImagePixels, &memory_));
     return input;
   }
 
  private:
   int component_;
   int channels_;
+  MemoryScope memory_;
 };
 
 }  // namespace
 
-absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int64_t max_pixels) {
+absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int64_t max_pixels,
+                                       const MemoryScope* memory) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(fmt::format("decode_jpeg: channels must be 0, 1 or 3, got {}", channels));
   }
@@ -210,6 +213,11 @@ absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int6
   }
 
   const size_t pixels = static_cast<size_t>(height * width);
+  if (memory != nullptr) {
+    TFD_RETURN_IF_ERROR(memory->get().CheckAllocation(
+        static_cast<int64_t>(pixels) * (cmyk ? 4 + out_channels : out_channels), memory->where,
+        fmt::format("decoding a {}x{}x{} image", height, width, out_channels)));
+  }
   // Uninitialized on purpose: every byte is written by the decoder, and zeroing a large image
   // first would double the memory traffic.
   auto buffer = Buffer::Allocate(pixels * static_cast<size_t>(out_channels));
@@ -233,13 +241,13 @@ absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int6
                             pixels * static_cast<size_t>(out_channels));
 }
 
-absl::StatusOr<std::unique_ptr<Function>> MakeDecodeJpeg(const pipeline::DecodeJpeg& spec) {
+absl::StatusOr<std::unique_ptr<Function>> MakeDecodeJpeg(const pipeline::DecodeJpeg& spec, MemoryScope memory) {
   TFD_RETURN_IF_ERROR(CheckComponentArg("decode_jpeg", spec.component()));
   if (spec.channels() != 0 && spec.channels() != 1 && spec.channels() != 3) {
     return absl::InvalidArgumentError(fmt::format(
         "decode_jpeg: channels must be 0 (as stored), 1 (grayscale) or 3 (RGB), got {}", spec.channels()));
   }
-  return std::make_unique<DecodeJpegFn>(spec.component(), spec.channels());
+  return std::make_unique<DecodeJpegFn>(spec.component(), spec.channels(), std::move(memory));
 }
 
 // ---- EncodeJpeg --------------------------------------------------------------------------

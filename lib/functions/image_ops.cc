@@ -75,7 +75,8 @@ void ResizeRows(const T* in, int64_t w, int64_t c_rt, const std::vector<Tap>& ys
 
 class ResizeFn final : public Function {
  public:
-  ResizeFn(int component, int64_t height, int64_t width) : component_(component), height_(height), width_(width) {}
+  ResizeFn(int component, int64_t height, int64_t width, MemoryScope memory)
+      : component_(component), height_(height), width_(width), memory_(std::move(memory)) {}
   std::string_view name() const override { return "resize"; }
 
   absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const override {
@@ -93,6 +94,8 @@ class ResizeFn final : public Function {
     if (h == 0 || w == 0) {
       return absl::InvalidArgumentError(fmt::format("resize: cannot resize an empty image {}", img->TypeString()));
     }
+    TFD_RETURN_IF_ERROR(memory_.get().CheckAllocation(height_ * width_ * c * 4, memory_.where,
+                                                      fmt::format("a resized float32 [{}, {}, {}] image", height_, width_, c)));
     const std::vector<Tap> ys = Taps(h, height_, 1);
     const std::vector<Tap> xs = Taps(w, width_, c);
     Tensor out = UninitializedTensor(DType::kFloat32, {height_, width_, c});
@@ -111,6 +114,7 @@ class ResizeFn final : public Function {
  private:
   int component_;
   int64_t height_, width_;
+  MemoryScope memory_;
 };
 
 // ---- random_crop / center_crop ------------------------------------------------------------
@@ -351,10 +355,14 @@ absl::StatusOr<const Tensor*> CheckImageTensor(std::string_view fn, const Elemen
   return &t;
 }
 
-absl::StatusOr<std::unique_ptr<Function>> MakeResize(const pipeline::Resize& spec) {
+absl::StatusOr<std::unique_ptr<Function>> MakeResize(const pipeline::Resize& spec, MemoryScope memory) {
   TFD_RETURN_IF_ERROR(CheckComponentArg("resize", spec.component()));
   TFD_RETURN_IF_ERROR(CheckSizeArgs("resize", spec.height(), spec.width()));
-  return std::make_unique<ResizeFn>(spec.component(), spec.height(), spec.width());
+  // One channel at least: a size the budget can never hold fails when the pipeline is built.
+  TFD_RETURN_IF_ERROR(memory.get().CheckAllocation(spec.height() * spec.width() * 4, memory.where,
+                                                   fmt::format("a resized float32 [{}, {}, C] image", spec.height(),
+                                                               spec.width())));
+  return std::make_unique<ResizeFn>(spec.component(), spec.height(), spec.width(), std::move(memory));
 }
 
 absl::StatusOr<std::unique_ptr<Function>> MakeRandomCrop(const pipeline::RandomCrop& spec) {

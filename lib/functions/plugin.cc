@@ -56,6 +56,7 @@ struct HostOutput {
   Element outputs;
   std::vector<size_t> allocated;  // indices in `outputs` of tensors from alloc_tensor
   std::string error;              // the first problem reported by a callback
+  const MemoryScope* memory = nullptr;
 };
 
 // Keeps the first error: later ones are usually consequences of it.
@@ -96,6 +97,15 @@ void* AllocTensor(tfdata_output* out, int32_t dtype, int32_t rank, const int64_t
   if (__builtin_mul_overflow(static_cast<uint64_t>(NumElements(shape)), DTypeSize(d), &bytes)) {
     SetError(host, fmt::format("alloc_tensor: shape {} is too large", ShapeString(shape)));
     return nullptr;
+  }
+  if (host->memory != nullptr) {
+    const absl::Status s = host->memory->get().CheckAllocation(
+        static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX)), host->memory->where,
+        fmt::format("alloc_tensor of {} {}", DTypeName(d), ShapeString(shape)));
+    if (!s.ok()) {
+      SetError(host, std::string(s.message()));
+      return nullptr;
+    }
   }
   host->allocated.push_back(host->outputs.size());
   host->outputs.push_back(Tensor::Zeros(d, std::move(shape)));
@@ -141,8 +151,9 @@ int AddInput(tfdata_output* out, size_t index) {
 class PluginFunction final : public Function {
  public:
   PluginFunction(std::shared_ptr<Library> library, std::string label, tfdata_apply_fn apply,
-                 tfdata_destroy_fn destroy, void* state)
-      : library_(std::move(library)), label_(std::move(label)), apply_(apply), destroy_(destroy), state_(state) {}
+                 tfdata_destroy_fn destroy, void* state, MemoryScope memory)
+      : library_(std::move(library)), label_(std::move(label)), apply_(apply), destroy_(destroy), state_(state),
+        memory_(std::move(memory)) {}
 
   ~PluginFunction() override {
     // Before library_ is released: destroy's code lives in the library.
@@ -182,6 +193,7 @@ class PluginFunction final : public Function {
 
     HostOutput host;
     host.inputs = &input;
+    host.memory = &memory_;
     tfdata_output out{&host, &AllocTensor, &AddStringTensor, &AddInput};
     char err[kErrorBytes];
     err[0] = '\0';
@@ -211,6 +223,7 @@ class PluginFunction final : public Function {
   const tfdata_apply_fn apply_;
   const tfdata_destroy_fn destroy_;
   void* const state_;
+  const MemoryScope memory_;  // what alloc_tensor outputs are checked against
 };
 
 template <typename Fn>
@@ -271,7 +284,8 @@ absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spe
                                                     err[0] != '\0' ? std::string(err) : fmt::format("create failed (code {})", rc)));
     }
   }
-  return std::make_unique<PluginFunction>(std::move(lib), fmt::format("{}:{}", path, fn), apply, destroy, state);
+  return std::make_unique<PluginFunction>(std::move(lib), fmt::format("{}:{}", path, fn), apply, destroy, state,
+                                          options.memory);
 }
 
 }  // namespace tfdata

@@ -130,7 +130,7 @@ class Tokenize final : public Function {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec) {
+absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec, MemoryScope memory) {
   if (spec.max_length() < 0) {
     return absl::InvalidArgumentError(
         fmt::format("{}: max_length must be >= 0 (0: no limit), got {}", kName, spec.max_length()));
@@ -139,6 +139,9 @@ absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize&
     return absl::InvalidArgumentError(
         fmt::format("{}: max_length {} is too large (at most {})", kName, spec.max_length(), kMaxLength));
   }
+  // Each output is max_length tokens (padded): a string costs its object and a little text.
+  TFD_RETURN_IF_ERROR(memory.get().CheckAllocation(spec.max_length() * 40, memory.where,
+                                                   fmt::format("max_length {} tokens per element", spec.max_length())));
   absl::flat_hash_map<std::string, int64_t> vocab;
   if (!spec.vocab_file().empty()) {
     TFD_ASSIGN_OR_RETURN(vocab, LoadVocab(spec.vocab_file()));

@@ -3,6 +3,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "lib/core/memory_budget.h"
 #include "lib/core/status_macros.h"
 #include "lib/pipeline/ops.h"
 
@@ -23,26 +24,45 @@ int64_t BatchCardinality(int64_t n, int64_t batch, bool drop) {
   return drop ? n / batch : (n + batch - 1) / batch;
 }
 
+// Bytes of `count` values of `size` bytes, or -1 on overflow.
+int64_t TimesOrOverflow(int64_t count, int64_t size) {
+  int64_t out = 0;
+  return __builtin_mul_overflow(count, size, &out) ? -1 : out;
+}
+
 // Copies each element's components straight into preallocated batch tensors: no intermediate
 // vector of tensors, so batching small elements stays cheap.
+//
+// Memory: the batch's buffers are taken from the task's budget before they are allocated. A batch
+// is allocated whole when the input's known size bounds it, or when it is small (kEagerBytes) and
+// fits; otherwise it starts smaller and doubles as elements arrive. So a batch_size far larger than the input
+// costs what the input holds (one short batch, as in TF), and one that would really pass the
+// budget fails when it gets there, with an error instead of an allocation that kills the process.
 class BatchDataset : public Dataset {
  public:
-  BatchDataset(DatasetPtr input, int64_t batch, bool drop)
-      : Dataset("batch", BatchedSpec(input->spec(), drop ? batch : -1)), input_(std::move(input)), batch_(batch), drop_(drop) {}
+  BatchDataset(DatasetPtr input, int64_t batch, bool drop, MemoryScope memory)
+      : Dataset("batch", BatchedSpec(input->spec(), drop ? batch : -1)), input_(std::move(input)), batch_(batch),
+        drop_(drop), memory_(std::move(memory)) {}
   int64_t Cardinality() const override { return BatchCardinality(input_->Cardinality(), batch_, drop_); }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(std::move(input), batch_, drop_);
+    return std::make_unique<It>(std::move(input), batch_, drop_, input_->Cardinality(), memory_);
   }
 
  private:
+  static constexpr int64_t kEagerBytes = 64 << 20;
+
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> input, int64_t batch, bool drop) : input_(std::move(input)), batch_(batch), drop_(drop) {}
+    It(std::unique_ptr<Iterator> input, int64_t batch, bool drop, int64_t input_cardinality, MemoryScope memory)
+        : input_(std::move(input)), batch_(batch), drop_(drop), input_cardinality_(input_cardinality),
+          hold_(std::move(memory)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       if (done_) return false;
-      std::vector<std::shared_ptr<Buffer>> buffers;
-      std::vector<std::vector<std::string>> strings;
+      hold_.Reset();  // the previous batch belongs to the consumer now
+      buffers_.clear();
+      strings_.clear();
+      capacity_ = 0;
       Element first;
       int64_t count = 0;
       for (; count < batch_; ++count) {
@@ -53,30 +73,24 @@ class BatchDataset : public Dataset {
         }
         if (count == 0) {
           first = e_;
-          buffers.resize(e_.size());
-          strings.resize(e_.size());
-          for (size_t c = 0; c < e_.size(); ++c) {
-            if (e_[c].is_string()) {
-              strings[c].reserve(static_cast<size_t>(batch_ * e_[c].num_elements()));
-            } else {
-              buffers[c] = Buffer::Allocate(static_cast<size_t>(batch_) * e_[c].nbytes());
-            }
-          }
+          buffers_.resize(e_.size());
+          strings_.resize(e_.size());
+          row_bytes_ = 0;
+          for (const Tensor& t : e_) row_bytes_ += t.is_string() ? 0 : static_cast<int64_t>(t.nbytes());
+          TFD_RETURN_IF_ERROR(Grow(first, InitialCapacity()));
           // Fused fast path: a single numeric component whose producer can fill the batch in bulk.
           if (bulk_ && e_.size() == 1 && !e_[0].is_string() && e_[0].rank() == 0 && batch_ > 1) {
             const size_t size = e_[0].nbytes();
-            std::memcpy(buffers[0]->mutable_data(), e_[0].raw(), size);
-            TFD_ASSIGN_OR_RETURN(int64_t n, input_->NextBulk(batch_ - 1, buffers[0]->mutable_data() + size));
-            if (n >= 0) {
-              count = 1 + n;
-              if (count < batch_) done_ = true;
-              break;
-            }
+            std::memcpy(buffers_[0]->mutable_data(), e_[0].raw(), size);
+            TFD_ASSIGN_OR_RETURN(bool bulk, FillBulk(first, size, &count));
+            if (bulk) break;
             bulk_ = false;
           }
         } else if (e_.size() != first.size()) {
           return absl::InvalidArgumentError(fmt::format("batch: element {} has {} components, the batch started with {}",
                                                         count, e_.size(), first.size()));
+        } else if (count == capacity_) {
+          TFD_RETURN_IF_ERROR(Grow(first, std::min(batch_, capacity_ * 2)));
         }
         for (size_t c = 0; c < e_.size(); ++c) {
           const Tensor& t = e_[c];
@@ -87,9 +101,10 @@ class BatchDataset : public Dataset {
                             c, count, t.TypeString(), first[c].TypeString()));
           }
           if (t.is_string()) {
-            strings[c].insert(strings[c].end(), t.strings().begin(), t.strings().end());
+            TFD_RETURN_IF_ERROR(hold_.Grow(ElementMemoryBytes({t}), "the batch's strings"));
+            strings_[c].insert(strings_[c].end(), t.strings().begin(), t.strings().end());
           } else if (t.nbytes() > 0) {
-            std::memcpy(buffers[c]->mutable_data() + static_cast<size_t>(count) * t.nbytes(), t.raw(), t.nbytes());
+            std::memcpy(buffers_[c]->mutable_data() + static_cast<size_t>(count) * t.nbytes(), t.raw(), t.nbytes());
           }
         }
       }
@@ -99,26 +114,100 @@ class BatchDataset : public Dataset {
         Shape shape = first[c].shape();
         shape.insert(shape.begin(), count);
         if (first[c].is_string()) {
-          (*out)[c] = Tensor::Strings(std::move(shape), std::move(strings[c]));
+          (*out)[c] = Tensor::Strings(std::move(shape), std::move(strings_[c]));
         } else {
-          TFD_ASSIGN_OR_RETURN((*out)[c], Tensor::FromBuffer(first[c].dtype(), std::move(shape), buffers[c], 0,
+          TFD_ASSIGN_OR_RETURN((*out)[c], Tensor::FromBuffer(first[c].dtype(), std::move(shape), buffers_[c], 0,
                                                              static_cast<size_t>(count) * first[c].nbytes()));
         }
       }
+      buffers_.clear();
       return true;
     }
 
    private:
+    int64_t InitialCapacity() const {
+      if (input_cardinality_ >= 0) return std::min(batch_, std::max<int64_t>(input_cardinality_, 1));
+      // An infinite input fills every batch: asking for all of it at once gives the clearest error.
+      if (input_cardinality_ == Dataset::kInfinite) return batch_;
+      // Unknown size (files, filter): the whole batch when it is small enough to be likely, else
+      // a part of what the budget has left, doubled as needed.
+      const int64_t row = std::max<int64_t>(row_bytes_, 8);
+      const int64_t full = TimesOrOverflow(batch_, row);
+      const MemoryBudget& budget = hold_.budget();
+      const int64_t left = budget.limit() - budget.held();
+      if (full >= 0 && full <= kEagerBytes && full <= left) return batch_;
+      return std::min(batch_, std::max<int64_t>(1, std::min(kEagerBytes, left / 2) / row));
+    }
+
+    // Makes room for `capacity` elements, keeping the `capacity_` already copied.
+    absl::Status Grow(const Element& first, int64_t capacity) {
+      const int64_t bytes = TimesOrOverflow(capacity, row_bytes_);
+      const int64_t full = TimesOrOverflow(batch_, row_bytes_);
+      const std::string types = first.size() == 1 ? first[0].TypeString() : ElementTypeString(first);
+      if (bytes < 0 || full < 0) {
+        return absl::ResourceExhaustedError(fmt::format("{}: a batch of {} {} elements needs more than 8 EiB",
+                                                        hold_.scope().where, batch_, types));
+      }
+      const int64_t more = bytes - TimesOrOverflow(capacity_, row_bytes_);
+      TFD_RETURN_IF_ERROR(hold_.Grow(
+          more, capacity == batch_ ? fmt::format("a batch of {} {} elements", batch_, types)
+                                   : fmt::format("a batch of up to {} {} elements ({} in all), grown to {} elements,",
+                                                 batch_, types, FormatBytes(full), capacity)));
+      for (size_t c = 0; c < first.size(); ++c) {
+        if (first[c].is_string()) {
+          strings_[c].reserve(static_cast<size_t>(std::min<int64_t>(capacity * first[c].num_elements(), 1 << 20)));
+          continue;
+        }
+        auto grown = Buffer::Allocate(static_cast<size_t>(capacity) * first[c].nbytes());
+        if (buffers_[c] && capacity_ > 0) {
+          std::memcpy(grown->mutable_data(), buffers_[c]->data(), static_cast<size_t>(capacity_) * first[c].nbytes());
+        }
+        buffers_[c] = std::move(grown);
+      }
+      capacity_ = capacity;
+      return absl::OkStatus();
+    }
+
+    // The bulk path, after the first element: fills up to batch_ elements, growing as needed.
+    // Returns false (nothing consumed) when the input has no bulk path.
+    absl::StatusOr<bool> FillBulk(const Element& first, size_t size, int64_t* count) {
+      int64_t have = 1;
+      while (have < batch_) {
+        if (have == capacity_) TFD_RETURN_IF_ERROR(Grow(first, std::min(batch_, capacity_ * 2)));
+        const int64_t want = capacity_ - have;
+        TFD_ASSIGN_OR_RETURN(int64_t n, input_->NextBulk(want, buffers_[0]->mutable_data() + have * size));
+        if (n < 0) {
+          if (have == 1) return false;
+          return absl::InternalError("batch: the input stopped offering its bulk path mid-batch");
+        }
+        have += n;
+        if (n < want) {
+          done_ = true;
+          break;
+        }
+      }
+      *count = have;
+      return true;
+    }
+
     std::unique_ptr<Iterator> input_;
     int64_t batch_;
     bool drop_;
+    int64_t input_cardinality_;
+    MemoryHold hold_;
     bool done_ = false;
     bool bulk_ = true;  // until the input says it has no bulk path
     Element e_;  // reused between calls so sources can reuse its storage
+    // The batch being filled.
+    std::vector<std::shared_ptr<Buffer>> buffers_;
+    std::vector<std::vector<std::string>> strings_;
+    int64_t capacity_ = 0;
+    int64_t row_bytes_ = 0;
   };
   DatasetPtr input_;
   int64_t batch_;
   bool drop_;
+  MemoryScope memory_;
 };
 
 template <typename T>
@@ -149,9 +238,10 @@ void PadCopy(const Tensor& src, const Shape& target, T pad, T* dst) {
 
 class PaddedBatchDataset : public Dataset {
  public:
-  PaddedBatchDataset(DatasetPtr input, int64_t batch, bool drop, std::vector<Shape> padded, double pad, ElementSpec spec)
+  PaddedBatchDataset(DatasetPtr input, int64_t batch, bool drop, std::vector<Shape> padded, double pad, ElementSpec spec,
+                     MemoryScope memory)
       : Dataset("padded_batch", std::move(spec)), input_(std::move(input)), batch_(batch), drop_(drop),
-        padded_(std::move(padded)), pad_(pad) {}
+        padded_(std::move(padded)), pad_(pad), memory_(std::move(memory)) {}
   int64_t Cardinality() const override { return BatchCardinality(input_->Cardinality(), batch_, drop_); }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
@@ -161,9 +251,11 @@ class PaddedBatchDataset : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(std::shared_ptr<const PaddedBatchDataset> ds, std::unique_ptr<Iterator> input) : ds_(std::move(ds)), input_(std::move(input)) {}
+    It(std::shared_ptr<const PaddedBatchDataset> ds, std::unique_ptr<Iterator> input)
+        : ds_(std::move(ds)), input_(std::move(input)), hold_(ds_->memory_) {}
     absl::StatusOr<bool> Next(Element* out) override {
       if (done_) return false;
+      hold_.Reset();  // the previous batch belongs to the consumer now
       std::vector<Element> rows;
       Element e;
       while (static_cast<int64_t>(rows.size()) < ds_->batch_) {
@@ -172,6 +264,10 @@ class PaddedBatchDataset : public Dataset {
           done_ = true;
           break;
         }
+        TFD_RETURN_IF_ERROR(hold_.GrowLazy(ElementMemoryBytes(e) + static_cast<int64_t>(sizeof(Element)), [&] {
+          return fmt::format("a padded batch of {} elements, holding {} ({}), cannot take the next: it", ds_->batch_,
+                             rows.size(), FormatBytes(hold_.held()));
+        }));
         rows.push_back(std::move(e));
         e = Element();
       }
@@ -215,6 +311,16 @@ class PaddedBatchDataset : public Dataset {
       }
       Shape batch_shape = target;
       batch_shape.insert(batch_shape.begin(), static_cast<int64_t>(rows.size()));
+      // The padded shapes come from the pipeline: check what they multiply to before allocating.
+      int64_t values = 1;
+      for (int64_t d : batch_shape) values = TimesOrOverflow(values, d);
+      const int64_t bytes = TimesOrOverflow(values, first.is_string() ? 32 : static_cast<int64_t>(DTypeSize(first.dtype())));
+      if (values < 0 || bytes < 0) {
+        return absl::ResourceExhaustedError(fmt::format("{}: component {} padded to {} needs more than 8 EiB",
+                                                        ds_->memory_.where, c, ShapeString(batch_shape)));
+      }
+      TFD_RETURN_IF_ERROR(hold_.Grow(bytes, fmt::format("component {} padded to {} {}", c, DTypeName(first.dtype()),
+                                                        ShapeString(batch_shape))));
       Tensor out = Tensor::Zeros(first.dtype(), batch_shape);
       const int64_t per = NumElements(target);
       if (first.is_string()) {
@@ -263,6 +369,7 @@ class PaddedBatchDataset : public Dataset {
 
     std::shared_ptr<const PaddedBatchDataset> ds_;
     std::unique_ptr<Iterator> input_;
+    MemoryHold hold_;
     bool done_ = false;
   };
   DatasetPtr input_;
@@ -270,6 +377,7 @@ class PaddedBatchDataset : public Dataset {
   bool drop_;
   std::vector<Shape> padded_;
   double pad_;
+  MemoryScope memory_;
 };
 
 class UnbatchDataset : public Dataset {
@@ -322,14 +430,18 @@ class UnbatchDataset : public Dataset {
 
 }  // namespace
 
-absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder) {
+absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
+                                            MemoryScope memory) {
   if (batch_size <= 0) return absl::InvalidArgumentError(fmt::format("batch_size must be positive, got {}", batch_size));
-  return std::make_shared<BatchDataset>(std::move(input), batch_size, drop_remainder);
+  if (memory.where.empty()) memory.where = "batch";
+  return std::make_shared<BatchDataset>(std::move(input), batch_size, drop_remainder, std::move(memory));
 }
 
 absl::StatusOr<DatasetPtr> MakePaddedBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
-                                                  std::vector<Shape> padded_shapes, double padding_value) {
+                                                  std::vector<Shape> padded_shapes, double padding_value,
+                                                  MemoryScope memory) {
   if (batch_size <= 0) return absl::InvalidArgumentError(fmt::format("batch_size must be positive, got {}", batch_size));
+  if (memory.where.empty()) memory.where = "padded_batch";
   const ElementSpec& in = input->spec();
   ElementSpec spec = in;
   if (!in.unknown) {
@@ -353,7 +465,7 @@ absl::StatusOr<DatasetPtr> MakePaddedBatchDataset(DatasetPtr input, int64_t batc
   }
   spec = BatchedSpec(spec, drop_remainder ? batch_size : -1);
   return std::make_shared<PaddedBatchDataset>(std::move(input), batch_size, drop_remainder, std::move(padded_shapes),
-                                              padding_value, std::move(spec));
+                                              padding_value, std::move(spec), std::move(memory));
 }
 
 absl::StatusOr<DatasetPtr> MakeUnbatchDataset(DatasetPtr input) {

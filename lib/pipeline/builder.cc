@@ -68,11 +68,15 @@ class Builder {
   }
 
  private:
+  MemoryScope Memory(const std::string& where) const { return MemoryScope{options_.memory, where}; }
+
   absl::StatusOr<std::vector<std::shared_ptr<const Function>>> Functions(
-      const google::protobuf::RepeatedPtrField<pipeline::Function>& specs) {
+      const google::protobuf::RepeatedPtrField<pipeline::Function>& specs, const std::string& where) {
     std::vector<std::shared_ptr<const Function>> fns;
     for (int j = 0; j < specs.size(); ++j) {
-      auto fn = CreateFunction(specs[j], options_.functions);
+      FunctionOptions fn_options = options_.functions;
+      fn_options.memory = Memory(fmt::format("{} > fn {} ({})", where, j, FunctionKindName(specs[j])));
+      auto fn = CreateFunction(specs[j], fn_options);
       if (!fn.ok()) {
         return absl::Status(fn.status().code(), fmt::format("fn {} ({}): {}", j, FunctionKindName(specs[j]),
                                                             std::string(fn.status().message())));
@@ -144,24 +148,24 @@ class Builder {
       }
       case Op::kMap: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "map"));
-        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.map().fn()));
+        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.map().fn(), where));
         return MakeMapDataset(in, std::move(fns), op.map().num_parallel_calls(),
                               op.map().has_deterministic() ? op.map().deterministic() : true);
       }
       case Op::kFilter: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "filter"));
-        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.filter().fn()));
+        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.filter().fn(), where));
         return MakeFilterDataset(in, std::move(fns));
       }
       case Op::kBatch:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "batch"));
-        return MakeBatchDataset(in, op.batch().batch_size(), op.batch().drop_remainder());
+        return MakeBatchDataset(in, op.batch().batch_size(), op.batch().drop_remainder(), Memory(where));
       case Op::kPaddedBatch: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "padded_batch"));
         std::vector<Shape> shapes;
         for (const auto& dims : op.padded_batch().padded_shape()) shapes.emplace_back(dims.dim().begin(), dims.dim().end());
         return MakePaddedBatchDataset(in, op.padded_batch().batch_size(), op.padded_batch().drop_remainder(),
-                                      std::move(shapes), op.padded_batch().padding_value());
+                                      std::move(shapes), op.padded_batch().padding_value(), Memory(where));
       }
       case Op::kUnbatch:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "unbatch"));
@@ -170,7 +174,8 @@ class Builder {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "shuffle"));
         const auto& s = op.shuffle();
         return MakeShuffleDataset(in, s.buffer_size(), s.has_seed(), s.seed(),
-                                  s.has_reshuffle_each_iteration() ? s.reshuffle_each_iteration() : true);
+                                  s.has_reshuffle_each_iteration() ? s.reshuffle_each_iteration() : true,
+                                  Memory(where));
       }
       case Op::kRepeat:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "repeat"));
@@ -183,10 +188,10 @@ class Builder {
         return MakeSkipDataset(in, op.skip().count());
       case Op::kCache:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "cache"));
-        return MakeCacheDataset(in, op.cache().filename());
+        return MakeCacheDataset(in, op.cache().filename(), Memory(where));
       case Op::kPrefetch:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "prefetch"));
-        return MakePrefetchDataset(in, op.prefetch().buffer_size());
+        return MakePrefetchDataset(in, op.prefetch().buffer_size(), Memory(where));
       case Op::kInterleave: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "interleave"));
         const auto& il = op.interleave();

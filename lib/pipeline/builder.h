@@ -18,6 +18,9 @@ namespace tfdata {
 
 struct BuildOptions {
   FunctionOptions functions;
+  // What the pipeline may hold (one budget per task; null: DefaultMemoryBudget()). Ops that keep
+  // elements, and functions' outputs, are checked against it.
+  std::shared_ptr<MemoryBudget> memory;
 };
 
 // Where a pipeline came from, for error messages. `locations` (text format only) may be null.

@@ -39,7 +39,8 @@ class ReplayIt : public Iterator {
 
 class MemoryCacheDataset : public Dataset {
  public:
-  explicit MemoryCacheDataset(DatasetPtr input) : Dataset("cache", input->spec()), input_(std::move(input)) {}
+  MemoryCacheDataset(DatasetPtr input, MemoryScope memory)
+      : Dataset("cache", input->spec()), input_(std::move(input)), memory_(std::move(memory)) {}
   int64_t Cardinality() const override { return input_->Cardinality(); }
 
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
@@ -55,17 +56,27 @@ class MemoryCacheDataset : public Dataset {
   class FillIt : public Iterator {
    public:
     FillIt(std::shared_ptr<const MemoryCacheDataset> ds, std::unique_ptr<Iterator> input)
-        : ds_(std::move(ds)), input_(std::move(input)), elements_(std::make_shared<std::vector<Element>>()) {}
+        : ds_(std::move(ds)), input_(std::move(input)), elements_(std::make_shared<std::vector<Element>>()),
+          hold_(std::make_unique<MemoryHold>(ds_->memory_)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       if (!input_) return false;
       TFD_ASSIGN_OR_RETURN(bool more, input_->Next(out));
       if (more) {
+        // The cache keeps every element it has seen: each is taken from the budget.
+        TFD_RETURN_IF_ERROR(
+            hold_->GrowLazy(ElementMemoryBytes(*out) + static_cast<int64_t>(sizeof(Element)), [&] {
+              return fmt::format("the in-memory cache, holding {} elements ({}), cannot take the next: it",
+                                 elements_->size(), FormatBytes(hold_->held()));
+            }));
         elements_->push_back(*out);
         return true;
       }
       input_.reset();
       absl::MutexLock l(&ds_->mu_);
-      if (!ds_->cached_) ds_->cached_ = std::move(elements_);
+      if (!ds_->cached_) {
+        ds_->cached_ = std::move(elements_);
+        ds_->cached_hold_ = std::move(hold_);  // the cache keeps its memory as long as the dataset lives
+      }
       return false;
     }
 
@@ -73,11 +84,14 @@ class MemoryCacheDataset : public Dataset {
     std::shared_ptr<const MemoryCacheDataset> ds_;
     std::unique_ptr<Iterator> input_;
     std::shared_ptr<std::vector<Element>> elements_;
+    std::unique_ptr<MemoryHold> hold_;
   };
 
   DatasetPtr input_;
+  MemoryScope memory_;
   mutable absl::Mutex mu_;
   mutable Cached cached_ ABSL_GUARDED_BY(mu_);
+  mutable std::unique_ptr<MemoryHold> cached_hold_ ABSL_GUARDED_BY(mu_);
 };
 
 // The file is a TFRecord file of encoded elements, written under a temporary name and renamed
@@ -163,8 +177,9 @@ class FileCacheDataset : public Dataset {
 
 }  // namespace
 
-absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename) {
-  if (filename.empty()) return std::make_shared<MemoryCacheDataset>(std::move(input));
+absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename, MemoryScope memory) {
+  if (memory.where.empty()) memory.where = "cache";
+  if (filename.empty()) return std::make_shared<MemoryCacheDataset>(std::move(input), std::move(memory));
   return std::make_shared<FileCacheDataset>(std::move(input), std::move(filename));
 }
 

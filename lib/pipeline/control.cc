@@ -11,8 +11,9 @@ namespace {
 
 class ShuffleDataset : public Dataset {
  public:
-  ShuffleDataset(DatasetPtr input, int64_t buffer, uint64_t seed, bool reshuffle)
-      : Dataset("shuffle", input->spec()), input_(std::move(input)), buffer_(buffer), seed_(seed), reshuffle_(reshuffle) {}
+  ShuffleDataset(DatasetPtr input, int64_t buffer, uint64_t seed, bool reshuffle, MemoryScope memory)
+      : Dataset("shuffle", input->spec()), input_(std::move(input)), buffer_(buffer), seed_(seed), reshuffle_(reshuffle),
+        memory_(std::move(memory)) {}
   int64_t Cardinality() const override { return input_->Cardinality(); }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
@@ -20,13 +21,14 @@ class ShuffleDataset : public Dataset {
     // Each pass (epoch) gets its own, reproducible, order unless reshuffling is off.
     // The first pass uses the seed itself, so reshuffle on/off agree on the first epoch.
     const uint64_t seed = reshuffle_ ? seed_ ^ (0x9e3779b97f4a7c15ULL * pass) : seed_;
-    return std::make_unique<It>(std::move(input), buffer_, seed);
+    return std::make_unique<It>(std::move(input), buffer_, seed, memory_);
   }
 
  private:
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> input, int64_t buffer, uint64_t seed) : input_(std::move(input)), capacity_(buffer), rng_(seed) {}
+    It(std::unique_ptr<Iterator> input, int64_t buffer, uint64_t seed, MemoryScope memory)
+        : input_(std::move(input)), capacity_(buffer), rng_(seed), hold_(std::move(memory)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       while (!input_done_ && static_cast<int64_t>(buffer_.size()) < capacity_) {
         Element e;
@@ -35,6 +37,11 @@ class ShuffleDataset : public Dataset {
           input_done_ = true;
           break;
         }
+        // The buffer is what a shuffle keeps: each element is taken from the budget as it enters.
+        TFD_RETURN_IF_ERROR(hold_.GrowLazy(Bytes(e), [&] {
+          return fmt::format("the shuffle buffer (buffer_size {}), holding {} elements ({}), cannot take the next: it",
+                             capacity_, buffer_.size(), FormatBytes(hold_.held()));
+        }));
         buffer_.push_back(std::move(e));
       }
       if (buffer_.empty()) return false;
@@ -44,13 +51,17 @@ class ShuffleDataset : public Dataset {
       std::swap(buffer_[i], buffer_.back());
       *out = std::move(buffer_.back());
       buffer_.pop_back();
+      hold_.Shrink(Bytes(*out));
       return true;
     }
 
    private:
+    static int64_t Bytes(const Element& e) { return ElementMemoryBytes(e) + static_cast<int64_t>(sizeof(Element)); }
+
     std::unique_ptr<Iterator> input_;
     int64_t capacity_;
     std::mt19937_64 rng_;
+    MemoryHold hold_;
     std::vector<Element> buffer_;
     bool input_done_ = false;
   };
@@ -58,6 +69,7 @@ class ShuffleDataset : public Dataset {
   int64_t buffer_;
   uint64_t seed_;
   bool reshuffle_;
+  MemoryScope memory_;
 };
 
 class RepeatDataset : public Dataset {
@@ -176,10 +188,12 @@ class SelectDataset : public Dataset {
 }  // namespace
 
 absl::StatusOr<DatasetPtr> MakeShuffleDataset(DatasetPtr input, int64_t buffer_size, bool has_seed, uint64_t seed,
-                                              bool reshuffle_each_iteration) {
+                                              bool reshuffle_each_iteration, MemoryScope memory) {
+  if (memory.where.empty()) memory.where = "shuffle";
   if (buffer_size <= 0) return absl::InvalidArgumentError(fmt::format("buffer_size must be positive, got {}", buffer_size));
   if (!has_seed) seed = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32);
-  return std::make_shared<ShuffleDataset>(std::move(input), buffer_size, seed, reshuffle_each_iteration);
+  return std::make_shared<ShuffleDataset>(std::move(input), buffer_size, seed, reshuffle_each_iteration,
+                                          std::move(memory));
 }
 
 absl::StatusOr<DatasetPtr> MakeRepeatDataset(DatasetPtr input, int64_t count) {

@@ -81,4 +81,10 @@ absl::StatusOr<std::vector<Element>> Collect(const Dataset& dataset, int64_t lim
 // Number of hardware threads (at least 1); used for "-1 = one per core" settings.
 int NumCores();
 
+// The most threads one op may start (map's num_parallel_calls, parallel interleave's
+// cycle_length): a pipeline cannot make a worker start a million threads.
+inline constexpr int64_t kMaxOpThreads = 1024;
+// The most inputs a sequential interleave keeps open at once.
+inline constexpr int64_t kMaxCycleLength = int64_t{1} << 16;
+
 }  // namespace tfdata

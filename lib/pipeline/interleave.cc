@@ -120,6 +120,17 @@ absl::StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, DatasetPtr bo
     return absl::InvalidArgumentError(fmt::format("num_parallel_calls must be -1, 0 or positive, got {}", num_parallel_calls));
   }
   const bool parallel = num_parallel_calls == -1 || num_parallel_calls > 1;
+  // Each open input costs a slot, and in parallel a thread.
+  if (parallel && cycle_length > kMaxOpThreads) {
+    return absl::InvalidArgumentError(fmt::format(
+        "cycle_length {} with parallel calls is more than the {} threads one op may start", cycle_length,
+        kMaxOpThreads));
+  }
+  if (cycle_length > kMaxCycleLength) {
+    return absl::InvalidArgumentError(
+        fmt::format("cycle_length {} is more than the {} inputs one interleave may keep open", cycle_length,
+                    kMaxCycleLength));
+  }
   return std::make_shared<InterleaveDataset>(std::move(input), std::move(body), cycle_length, block_length, parallel,
                                              deterministic);
 }

@@ -268,6 +268,11 @@ absl::StatusOr<DatasetPtr> MakeMapDataset(DatasetPtr input, Fns fns, int num_par
     return absl::InvalidArgumentError(fmt::format("num_parallel_calls must be -1, 0 or positive, got {}", num_parallel_calls));
   }
   TFD_ASSIGN_OR_RETURN(ElementSpec spec, ChainSpec(input->spec(), fns));
+  if (num_parallel_calls > kMaxOpThreads) {
+    return absl::InvalidArgumentError(fmt::format(
+        "num_parallel_calls {} is more than the {} threads one op may start (-1: one per core)", num_parallel_calls,
+        kMaxOpThreads));
+  }
   const int parallel = num_parallel_calls == -1 ? NumCores() : num_parallel_calls;
   return std::make_shared<MapDataset>(std::move(input), std::move(fns), parallel, deterministic, std::move(spec));
 }

@@ -1,5 +1,7 @@
 // Constructors of every op's Dataset. Each validates its arguments and the input's spec and
 // returns an error saying what was expected; BuildDataset (builder.h) prefixes the op's place.
+// Ops that keep elements (batch, padded_batch, shuffle, cache, prefetch) take them from `memory`'s
+// budget (the process default when none is given), and their run-time errors name memory.where.
 #pragma once
 
 #include <memory>
@@ -7,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lib/core/memory_budget.h"
 #include "lib/functions/function.h"
 #include "lib/io/compression.h"
 #include "lib/pipeline/dataset.h"
@@ -33,17 +36,19 @@ absl::StatusOr<DatasetPtr> MakeConcatenateDataset(std::vector<DatasetPtr> inputs
 absl::StatusOr<DatasetPtr> MakeMapDataset(DatasetPtr input, std::vector<std::shared_ptr<const Function>> fns,
                                           int num_parallel_calls, bool deterministic);
 absl::StatusOr<DatasetPtr> MakeFilterDataset(DatasetPtr input, std::vector<std::shared_ptr<const Function>> fns);
-absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder);
+absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
+                                            MemoryScope memory = {});
 absl::StatusOr<DatasetPtr> MakePaddedBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
-                                                  std::vector<Shape> padded_shapes, double padding_value);
+                                                  std::vector<Shape> padded_shapes, double padding_value,
+                                                  MemoryScope memory = {});
 absl::StatusOr<DatasetPtr> MakeUnbatchDataset(DatasetPtr input);
 absl::StatusOr<DatasetPtr> MakeShuffleDataset(DatasetPtr input, int64_t buffer_size, bool has_seed, uint64_t seed,
-                                              bool reshuffle_each_iteration);
+                                              bool reshuffle_each_iteration, MemoryScope memory = {});
 absl::StatusOr<DatasetPtr> MakeRepeatDataset(DatasetPtr input, int64_t count);
 absl::StatusOr<DatasetPtr> MakeTakeDataset(DatasetPtr input, int64_t count);
 absl::StatusOr<DatasetPtr> MakeSkipDataset(DatasetPtr input, int64_t count);
-absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename);
-absl::StatusOr<DatasetPtr> MakePrefetchDataset(DatasetPtr input, int64_t buffer_size);
+absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename, MemoryScope memory = {});
+absl::StatusOr<DatasetPtr> MakePrefetchDataset(DatasetPtr input, int64_t buffer_size, MemoryScope memory = {});
 absl::StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, DatasetPtr body, int64_t cycle_length,
                                                  int64_t block_length, int num_parallel_calls, bool deterministic);
 absl::StatusOr<DatasetPtr> MakeShardDataset(DatasetPtr input, int64_t num_shards, int64_t index);

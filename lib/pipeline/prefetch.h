@@ -3,6 +3,8 @@
 //
 // Thread safety: Next/TryNext are called by one consumer thread; the producer thread is owned
 // by the iterator and joined by its destructor (which may wait for one in-flight input Next).
+// Memory: the buffered elements are held against `memory`'s budget; an element that would pass
+// it ends the input with that error.
 #pragma once
 
 #include <deque>
@@ -11,13 +13,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "lib/core/memory_budget.h"
 #include "lib/pipeline/dataset.h"
 
 namespace tfdata {
 
 class PrefetchIterator : public Iterator {
  public:
-  PrefetchIterator(std::unique_ptr<Iterator> input, size_t capacity);
+  PrefetchIterator(std::unique_ptr<Iterator> input, size_t capacity, MemoryScope memory = {});
   ~PrefetchIterator() override;
 
   absl::StatusOr<bool> Next(Element* out) override;
@@ -33,6 +36,7 @@ class PrefetchIterator : public Iterator {
   absl::Mutex mu_;
   absl::CondVar cv_;
   std::deque<Element> buffer_ ABSL_GUARDED_BY(mu_);
+  MemoryHold hold_ ABSL_GUARDED_BY(mu_);  // what buffer_ holds
   absl::Status status_ ABSL_GUARDED_BY(mu_);  // error that ended the input
   bool end_ ABSL_GUARDED_BY(mu_) = false;       // input finished (or failed)
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

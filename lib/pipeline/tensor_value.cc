@@ -58,9 +58,14 @@ absl::StatusOr<Tensor> TensorFromProto(const pipeline::TensorValue& value) {
   if (value.scalar()) {
     if (value.shape_size() > 0) return absl::InvalidArgumentError("tensor: `scalar: true` and `shape` both given");
   } else if (value.shape_size() > 0) {
+    int64_t product = 1;
     for (int64_t d : value.shape()) {
       if (d < 0) return absl::InvalidArgumentError(fmt::format("tensor: negative dimension {} in shape", d));
       shape.push_back(d);
+      // A shape whose size does not fit would wrap and could pass the count check below.
+      if (__builtin_mul_overflow(product, d, &product) || product > (int64_t{1} << 56)) {
+        return absl::InvalidArgumentError(fmt::format("tensor: shape {}... is too large", ShapeString(shape)));
+      }
     }
   } else {
     shape.push_back(static_cast<int64_t>(count));

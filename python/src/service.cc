@@ -66,7 +66,8 @@ class PyWorkerServer {
  public:
   PyWorkerServer(const std::string& dispatcher_address, int port, const std::string& host,
                  const std::string& worker_address, std::vector<std::string> tags, double heartbeat_interval_s,
-                 bool allow_plugins, int64_t cross_trainer_cache_bytes, double dispatcher_retry_s) {
+                 bool allow_plugins, int64_t cross_trainer_cache_bytes, double dispatcher_retry_s,
+                 int64_t max_task_memory_bytes) {
     if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
     if (!(heartbeat_interval_s > 0)) throw nb::value_error("heartbeat_interval must be positive");
     if (cross_trainer_cache_bytes <= 0) throw nb::value_error("cross_trainer_cache_size must be positive");
@@ -80,6 +81,7 @@ class PyWorkerServer {
     options.config.build_options.functions.allow_plugins = allow_plugins;
     options.config.cross_trainer_cache_bytes = cross_trainer_cache_bytes;
     options.config.dispatcher_retry = Seconds(dispatcher_retry_s);
+    if (max_task_memory_bytes > 0) options.config.max_task_memory = max_task_memory_bytes;  // 0: the default
     server_ = std::make_unique<service::WorkerServer>(options);
     absl::Status st;
     {
@@ -247,9 +249,9 @@ void BindService(nb::module_& m) {
       .def("stop", &PyDispatchServer::Stop);
   nb::class_<PyWorkerServer>(m, "WorkerServer")
       .def(nb::init<const std::string&, int, const std::string&, const std::string&, std::vector<std::string>, double,
-                    bool, int64_t, double>(),
+                    bool, int64_t, double, int64_t>(),
            "dispatcher_address"_a, "port"_a, "host"_a, "worker_address"_a, "tags"_a, "heartbeat_interval_s"_a,
-           "allow_plugins"_a, "cross_trainer_cache_bytes"_a, "dispatcher_retry_s"_a)
+           "allow_plugins"_a, "cross_trainer_cache_bytes"_a, "dispatcher_retry_s"_a, "max_task_memory_bytes"_a)
       .def_prop_ro("port", &PyWorkerServer::port)
       .def_prop_ro("address", &PyWorkerServer::address)
       .def_prop_ro("num_tasks", &PyWorkerServer::num_tasks)

@@ -41,6 +41,7 @@ class WorkerConfig:
     data_transfer_protocol: Optional[str] = None   # accepted for TF compatibility; readers choose the plane
     worker_tags: Sequence[str] = ()
     cross_trainer_cache_size_bytes: Optional[int] = None  # default 256 MiB
+    max_task_memory_bytes: Optional[int] = None  # what one task's pipeline may hold; default a quarter of RAM
     allow_plugins: bool = False
     host: str = "0.0.0.0"
 
@@ -193,13 +194,17 @@ class WorkerServer(_Server):
     @staticmethod
     def _create(c):
         cache = c.cross_trainer_cache_size_bytes
+        memory = c.max_task_memory_bytes
+        if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
+            raise ValueError(f"max_task_memory_bytes: expected a positive number of bytes, got {memory!r}")
         return _native.WorkerServer(
             dispatcher_address=c.dispatcher_address, port=c.port, host=c.host,
             worker_address=c.worker_address or "localhost:%port%", tags=list(c.worker_tags),
             heartbeat_interval_s=_seconds(c.heartbeat_interval_ms, 1.0, "heartbeat_interval_ms", allow_never=False),
             allow_plugins=bool(c.allow_plugins),
             cross_trainer_cache_bytes=256 << 20 if cache is None else cache,
-            dispatcher_retry_s=_seconds(c.dispatcher_timeout_ms, 30.0, "dispatcher_timeout_ms"))
+            dispatcher_retry_s=_seconds(c.dispatcher_timeout_ms, 30.0, "dispatcher_timeout_ms"),
+            max_task_memory_bytes=0 if memory is None else memory)
 
     @property
     def worker_address(self):

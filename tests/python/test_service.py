@@ -436,3 +436,18 @@ def test_normalize_takes_mean_and_std_positionally():
     assert fn.normalize(0.5, 0.25) == fn.normalize(mean=[0.5], std=[0.25])
     assert list(Pipeline.from_tensor_slices(np.array([[1.0]], np.float32)).map(fn.normalize(0.5, 0.25))) == \
         [np.array([2.0], np.float32)]
+
+
+def test_a_task_over_its_memory_budget_raises_and_the_worker_serves_on():
+    c = Cluster(num_workers=0)
+    try:
+        c.add_worker(max_task_memory_bytes=64 << 20)
+        bad = tfdata.Dataset.range(10).repeat().batch(99999999999)
+        with pytest.raises(tfdata.errors.ResourceExhaustedError, match=r"op 2 \(batch\): a batch of 99999999999"):
+            next(iter(bad.apply(tfdata.distribute("parallel_epochs", c.target))))
+        good = tfdata.Dataset.range(5).apply(tfdata.distribute("parallel_epochs", c.target))
+        assert [int(x) for x in good] == [0, 1, 2, 3, 4]
+        with pytest.raises(ValueError, match="max_task_memory_bytes"):
+            tfdata.WorkerServer(tfdata.WorkerConfig(dispatcher_address=c.target, max_task_memory_bytes=-1))
+    finally:
+        c.stop()

@@ -1,11 +1,13 @@
 #include "lib/service/worker/task.h"
 
 #include <algorithm>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/core/memory_budget.h"
 #include "lib/pipeline/sharding.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/common/names.h"
@@ -85,7 +87,14 @@ bool Task::ShouldCompressFor(const GetElementsResult& result, bool remote_peer) 
 }
 
 void Task::Produce() {
-  absl::Status st = Run();
+  absl::Status st;
+  // The budgets check what pipelines ask for before they allocate; this is the last resort for an
+  // allocation that still fails (the process's own limits), so that it fails this task only.
+  try {
+    st = Run();
+  } catch (const std::bad_alloc&) {
+    st = absl::ResourceExhaustedError("out of memory while running the pipeline (std::bad_alloc)");
+  }
   if (!st.ok()) {
     st = absl::Status(st.code(),
                       absl::StrCat(TaskName(def_.task_id()), " of dataset ", def_.dataset_id(), ": ", st.message()));
@@ -102,8 +111,10 @@ absl::Status Task::Run() {
     if (!sharded.ok()) return sharded.status();
     pipeline = *std::move(sharded);
   }
-  auto dataset = splits_ ? BuildSplitFedDataset(pipeline, config_.build_options, splits_, source)
-                         : BuildDataset(pipeline, config_.build_options, source);
+  BuildOptions options = config_.build_options;
+  options.memory = std::make_shared<MemoryBudget>(config_.max_task_memory,
+                                                  "the task's memory limit (worker --max-task-memory)");
+  auto dataset = splits_ ? BuildSplitFedDataset(pipeline, options, splits_, source) : BuildDataset(pipeline, options, source);
   if (!dataset.ok()) return dataset.status();
   auto it = (*dataset)->MakeIterator(IteratorContext{});
   if (!it.ok()) return it.status();

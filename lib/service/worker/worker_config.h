@@ -19,7 +19,10 @@ struct WorkerConfig {
   // Bounds of each task's buffer of ready elements.
   int64_t buffer_elements = 1024;
   int64_t buffer_bytes = 64 << 20;
-  BuildOptions build_options;
+  BuildOptions build_options;  // its `memory` is ignored: each task gets a budget of its own
+  // What one task's pipeline may hold (buffers, caches, batches); a pipeline that needs more fails
+  // its task with an error naming the op, and the worker and its other tasks go on.
+  int64_t max_task_memory = DefaultTaskMemoryLimit();
   // distributed_epoch: how long a task keeps asking an unreachable dispatcher for splits before
   // it fails (heartbeats are retried for as long as the worker runs).
   absl::Duration dispatcher_retry = absl::Seconds(30);
