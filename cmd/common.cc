@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include "fmt/format.h"
+#include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {
 namespace {
@@ -29,6 +30,19 @@ void InstallSignalHandlers() {
 
 bool StopRequested() { return g_stop.load(std::memory_order_relaxed); }
 const std::atomic<bool>* StopFlag() { return &g_stop; }
+
+absl::StatusOr<std::shared_ptr<const PathPolicy>> AllowedPathsFlag(const std::vector<std::string>& dirs,
+                                                                   const std::string& who) {
+  if (dirs.empty()) {
+    spdlog::warn("{}: no --allowed-path given: pipelines may open any file this process can read (give the data "
+                 "directories with --allowed-path DIR)",
+                 who);
+    return std::shared_ptr<const PathPolicy>();
+  }
+  auto policy = PathPolicy::Create(dirs, "--allowed-path");
+  if (!policy.ok()) return policy.status();
+  return std::make_shared<const PathPolicy>(*std::move(policy));
+}
 
 BuildOptions LocalBuildOptions() {
   BuildOptions options;

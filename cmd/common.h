@@ -31,6 +31,10 @@ const std::atomic<bool>* StopFlag();
 // How subcommands that run a pipeline in this process build it: plugins are allowed, since the
 // user runs their own pipeline in their own process.
 BuildOptions LocalBuildOptions();
+// --allowed-path DIR...: the policy (null when none given, after a warning naming `who`, since
+// then a pipeline may open any file this process can).
+absl::StatusOr<std::shared_ptr<const PathPolicy>> AllowedPathsFlag(const std::vector<std::string>& dirs,
+                                                                   const std::string& who);
 
 }  // namespace tfdata::cmd
 

@@ -26,6 +26,7 @@ struct DispatcherFlags {
   bool fault_tolerant = false;
   std::string exit_when_idle;
   std::string log_level = "info";
+  std::vector<std::string> allowed_paths;
 };
 
 int RunDispatcher(const DispatcherFlags& f) {
@@ -65,6 +66,9 @@ int RunDispatcher(const DispatcherFlags& f) {
     spdlog::warn("dispatcher: --work-dir without --fault-tolerant: nothing is journaled");
   }
   config.work_dir = f.work_dir;
+  auto paths = AllowedPathsFlag(f.allowed_paths, "dispatcher");
+  if (!paths.ok()) return Fail(paths.status(), kExitUsage);
+  config.build_options.paths = *paths;
   config.fault_tolerant = f.fault_tolerant;
   service::DispatcherServer server(config);
   if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
@@ -96,6 +100,9 @@ void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
                   "Static sharding: the fixed worker list HOST:PORT,HOST:PORT,... as the workers advertise "
                   "themselves (worker --worker-address); a worker's index is its position, others are refused");
   sub->add_option("--work-dir", f->work_dir, "Directory for the journal of a --fault-tolerant dispatcher");
+  sub->add_option("--allowed-path", f->allowed_paths,
+                  "A directory that list_files may list (repeatable; checked after symlinks are resolved). Unset: "
+                  "any, with a warning");
   sub->add_flag("--fault-tolerant", f->fault_tolerant,
                 "Journal every state change to --work-dir (synced before answering) and replay it on start, so "
                 "a restarted dispatcher carries on with the same datasets, jobs, tasks and split positions");

@@ -25,6 +25,7 @@ struct WorkerFlags {
   std::vector<std::string> tags;
   std::string cross_trainer_cache_size = "256MiB";
   std::string max_task_memory;  // empty: DefaultTaskMemoryLimit()
+  std::vector<std::string> allowed_paths;
   std::string round_expiry = "30s";
   double link_gbps = 10;
 };
@@ -67,6 +68,9 @@ int RunWorker(const WorkerFlags& f) {
   options.config.link_bytes_per_s = f.link_gbps * 1e9 / 8;
   // Workers run pipelines that readers send: shared libraries are loaded only when allowed.
   options.config.build_options.functions.allow_plugins = f.allow_plugins;
+  auto paths = AllowedPathsFlag(f.allowed_paths, "worker");
+  if (!paths.ok()) return Fail(paths.status(), kExitUsage);
+  options.config.build_options.paths = *paths;
   service::WorkerServer server(options);
   if (auto st = server.Start(); !st.ok()) return Fail(st, kExitRuntimeError);
   if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
@@ -108,6 +112,9 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--cross-trainer-cache-size", f->cross_trainer_cache_size,
                   "Cross-trainer cache jobs: the sliding window each task keeps, in bytes (e.g. 256MiB, 4GiB)")
       ->capture_default_str();
+  sub->add_option("--allowed-path", f->allowed_paths,
+                  "A directory whose files pipelines may read (repeatable; checked after symlinks are resolved). "
+                  "Unset: any file this process can read, with a warning");
   sub->add_option("--max-task-memory", f->max_task_memory,
                   fmt::format("What one task's pipeline may hold (buffers, batches, caches), in bytes (e.g. 2GiB); a "
                               "pipeline that needs more fails its task with an error naming the op (default: a quarter "

@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<Function>> CreateFunction(const pipeline::Functio
     case K::kCast: return MakeCast(spec.cast());
     case K::kArith: return MakeArith(spec.arith());
     case K::kCompare: return MakeCompare(spec.compare());
-    case K::kTokenize: return MakeTokenize(spec.tokenize(), options.memory);
+    case K::kTokenize: return MakeTokenize(spec.tokenize(), options.memory, options.paths);
     case K::kSpin: return MakeSpin(spec.spin());
     case K::kSleep: return MakeSleep(spec.sleep());
     case K::kPlugin: return MakePlugin(spec.plugin(), options);

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "lib/core/element_spec.h"
 #include "lib/core/memory_budget.h"
+#include "lib/io/path_policy.h"
 #include "lib/core/tensor.h"
 #include "proto/pipeline.pb.h"
 
@@ -43,6 +44,8 @@ struct FunctionOptions {
   // The budget that the function's outputs are checked against, and its place for errors
   // ("op 2 (map) > fn 0 (resize)"); set by the builder.
   MemoryScope memory;
+  // The files a function may open (tokenize's vocab_file); null: any.
+  std::shared_ptr<const PathPolicy> paths;
 };
 
 // Creates the function for `spec`; errors name the function and the bad field.
@@ -71,7 +74,8 @@ absl::StatusOr<std::unique_ptr<Function>> MakeNormalize(const pipeline::Normaliz
 absl::StatusOr<std::unique_ptr<Function>> MakeCast(const pipeline::Cast& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeArith(const pipeline::Arith& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeCompare(const pipeline::Compare& spec);
-absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec, MemoryScope memory = {});
+absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec, MemoryScope memory = {},
+                                                       std::shared_ptr<const PathPolicy> paths = nullptr);
 absl::StatusOr<std::unique_ptr<Function>> MakeSpin(const pipeline::Spin& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeSleep(const pipeline::Sleep& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spec, const FunctionOptions& options);

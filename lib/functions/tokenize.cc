@@ -130,7 +130,8 @@ class Tokenize final : public Function {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec, MemoryScope memory) {
+absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize& spec, MemoryScope memory,
+                                                       std::shared_ptr<const PathPolicy> paths) {
   if (spec.max_length() < 0) {
     return absl::InvalidArgumentError(
         fmt::format("{}: max_length must be >= 0 (0: no limit), got {}", kName, spec.max_length()));
@@ -144,6 +145,7 @@ absl::StatusOr<std::unique_ptr<Function>> MakeTokenize(const pipeline::Tokenize&
                                                    fmt::format("max_length {} tokens per element", spec.max_length())));
   absl::flat_hash_map<std::string, int64_t> vocab;
   if (!spec.vocab_file().empty()) {
+    if (paths) TFD_RETURN_IF_ERROR(paths->Check(spec.vocab_file()));
     TFD_ASSIGN_OR_RETURN(vocab, LoadVocab(spec.vocab_file()));
   }
   return std::make_unique<Tokenize>(spec, std::move(vocab));

@@ -76,6 +76,7 @@ class Builder {
     for (int j = 0; j < specs.size(); ++j) {
       FunctionOptions fn_options = options_.functions;
       fn_options.memory = Memory(fmt::format("{} > fn {} ({})", where, j, FunctionKindName(specs[j])));
+      fn_options.paths = options_.paths;
       auto fn = CreateFunction(specs[j], fn_options);
       if (!fn.ok()) {
         return absl::Status(fn.status().code(), fmt::format("fn {} ({}): {}", j, FunctionKindName(specs[j]),
@@ -129,14 +130,15 @@ class Builder {
       }
       case Op::kListFiles: {
         const auto& lf = op.list_files();
-        return MakeListFilesDataset({lf.pattern().begin(), lf.pattern().end()}, lf.shuffle(), lf.has_seed(), lf.seed());
+        return MakeListFilesDataset({lf.pattern().begin(), lf.pattern().end()}, lf.shuffle(), lf.has_seed(), lf.seed(),
+                                    options_.paths);
       }
       case Op::kTfrecord:
         return MakeFileRecordsDataset(FileFormat::kTFRecord, in, {op.tfrecord().file().begin(), op.tfrecord().file().end()},
-                                      FromProto(op.tfrecord().compression()));
+                                      FromProto(op.tfrecord().compression()), options_.paths);
       case Op::kTextLine:
         return MakeFileRecordsDataset(FileFormat::kTextLine, in, {op.text_line().file().begin(), op.text_line().file().end()},
-                                      FromProto(op.text_line().compression()));
+                                      FromProto(op.text_line().compression()), options_.paths);
       case Op::kZip:
       case Op::kConcatenate: {
         const bool zip = op.has_zip();
@@ -188,7 +190,7 @@ class Builder {
         return MakeSkipDataset(in, op.skip().count());
       case Op::kCache:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "cache"));
-        return MakeCacheDataset(in, op.cache().filename(), Memory(where));
+        return MakeCacheDataset(in, op.cache().filename(), Memory(where), options_.paths);
       case Op::kPrefetch:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "prefetch"));
         return MakePrefetchDataset(in, op.prefetch().buffer_size(), Memory(where));

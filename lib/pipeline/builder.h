@@ -21,6 +21,8 @@ struct BuildOptions {
   // What the pipeline may hold (one budget per task; null: DefaultMemoryBudget()). Ops that keep
   // elements, and functions' outputs, are checked against it.
   std::shared_ptr<MemoryBudget> memory;
+  // The files the pipeline may open (worker --allowed-path); null: any.
+  std::shared_ptr<const PathPolicy> paths;
 };
 
 // Where a pipeline came from, for error messages. `locations` (text format only) may be null.

@@ -177,7 +177,9 @@ class FileCacheDataset : public Dataset {
 
 }  // namespace
 
-absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename, MemoryScope memory) {
+absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename, MemoryScope memory,
+                                            std::shared_ptr<const PathPolicy> paths) {
+  if (paths && !filename.empty()) TFD_RETURN_IF_ERROR(paths->Check(filename));
   if (memory.where.empty()) memory.where = "cache";
   if (filename.empty()) return std::make_shared<MemoryCacheDataset>(std::move(input), std::move(memory));
   return std::make_shared<FileCacheDataset>(std::move(input), std::move(filename));

@@ -77,12 +77,14 @@ class RecordSource {
 
 class FileRecordsDataset : public Dataset {
  public:
-  FileRecordsDataset(FileFormat format, DatasetPtr input, std::vector<std::string> files, Compression c)
+  FileRecordsDataset(FileFormat format, DatasetPtr input, std::vector<std::string> files, Compression c,
+                     std::shared_ptr<const PathPolicy> paths)
       : Dataset(format == FileFormat::kTFRecord ? "tfrecord" : "text_line", kStringScalar),
         format_(format),
         input_(std::move(input)),
         files_(std::move(files)),
-        compression_(c) {}
+        compression_(c),
+        paths_(std::move(paths)) {}
 
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     std::unique_ptr<Iterator> names;
@@ -131,6 +133,12 @@ class FileRecordsDataset : public Dataset {
         if (index_ >= ds_->files_.size()) return false;
         path = ds_->files_[index_++];
       }
+      // Names from upstream elements (list_files, a split's file) are checked as they come.
+      if (ds_->paths_) {
+        if (absl::Status s = ds_->paths_->Check(path); !s.ok()) {
+          return absl::PermissionDeniedError(fmt::format("{}: {}", ds_->name(), std::string(s.message())));
+        }
+      }
       TFD_ASSIGN_OR_RETURN(current_, RecordSource::Open(ds_->format_, path, ds_->compression_));
       return true;
     }
@@ -145,12 +153,13 @@ class FileRecordsDataset : public Dataset {
   DatasetPtr input_;
   std::vector<std::string> files_;
   Compression compression_;
+  std::shared_ptr<const PathPolicy> paths_;
 };
 
 }  // namespace
 
 absl::StatusOr<DatasetPtr> MakeListFilesDataset(const std::vector<std::string>& patterns, bool shuffle,
-                                                bool has_seed, uint64_t seed) {
+                                                bool has_seed, uint64_t seed, std::shared_ptr<const PathPolicy> paths) {
   if (patterns.empty()) return absl::InvalidArgumentError("list_files needs at least one pattern");
   std::set<std::string> files;
   for (const auto& pattern : patterns) {
@@ -167,12 +176,22 @@ absl::StatusOr<DatasetPtr> MakeListFilesDataset(const std::vector<std::string>& 
     for (size_t i = 0; i < g.gl_pathc; ++i) files.insert(g.gl_pathv[i]);
     globfree(&g);
   }
+  // Listing reveals names: a pattern that reaches outside the allowed paths is refused, not trimmed.
+  for (const std::string& f : files) {
+    if (!paths) break;
+    if (absl::Status s = paths->Check(f); !s.ok()) {
+      return absl::PermissionDeniedError(fmt::format("a file it matched, {}", std::string(s.message())));
+    }
+  }
   if (!has_seed) seed = std::random_device{}();
   return std::make_shared<ListFilesDataset>(std::vector<std::string>(files.begin(), files.end()), shuffle, seed);
 }
 
 absl::StatusOr<DatasetPtr> MakeFileRecordsDataset(FileFormat format, DatasetPtr input, std::vector<std::string> files,
-                                                  Compression compression) {
+                                                  Compression compression, std::shared_ptr<const PathPolicy> paths) {
+  if (paths) {
+    for (const std::string& f : files) TFD_RETURN_IF_ERROR(paths->Check(f));
+  }
   if (input) {
     if (!files.empty()) {
       return absl::InvalidArgumentError(
@@ -186,7 +205,7 @@ absl::StatusOr<DatasetPtr> MakeFileRecordsDataset(FileFormat format, DatasetPtr 
   } else if (files.empty()) {
     return absl::InvalidArgumentError("needs at least one `file` (or file names from an upstream op)");
   }
-  return std::make_shared<FileRecordsDataset>(format, std::move(input), std::move(files), compression);
+  return std::make_shared<FileRecordsDataset>(format, std::move(input), std::move(files), compression, std::move(paths));
 }
 
 }  // namespace tfdata

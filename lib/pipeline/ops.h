@@ -12,6 +12,7 @@
 #include "lib/core/memory_budget.h"
 #include "lib/functions/function.h"
 #include "lib/io/compression.h"
+#include "lib/io/path_policy.h"
 #include "lib/pipeline/dataset.h"
 #include "proto/pipeline.pb.h"
 
@@ -20,15 +21,19 @@ namespace tfdata {
 // Sources.
 absl::StatusOr<DatasetPtr> MakeRangeDataset(int64_t start, int64_t stop, int64_t step);
 absl::StatusOr<DatasetPtr> MakeFromTensorSlicesDataset(std::vector<Tensor> tensors);
+// Ops that open files (list_files, tfrecord, text_line, a cache file) check each path against
+// `paths` (null: every path allowed).
 absl::StatusOr<DatasetPtr> MakeListFilesDataset(const std::vector<std::string>& patterns, bool shuffle,
-                                                bool has_seed, uint64_t seed);
+                                                bool has_seed, uint64_t seed,
+                                                std::shared_ptr<const PathPolicy> paths = nullptr);
 // The element an interleave body starts from (see IteratorContext::input_element).
 DatasetPtr MakeInputElementDataset(ElementSpec spec);
 
 enum class FileFormat { kTFRecord, kTextLine };
 // With `input` null, reads `files`; otherwise reads the files named by the input's string scalars.
 absl::StatusOr<DatasetPtr> MakeFileRecordsDataset(FileFormat format, DatasetPtr input, std::vector<std::string> files,
-                                                  Compression compression);
+                                                  Compression compression,
+                                                  std::shared_ptr<const PathPolicy> paths = nullptr);
 absl::StatusOr<DatasetPtr> MakeZipDataset(std::vector<DatasetPtr> inputs);
 absl::StatusOr<DatasetPtr> MakeConcatenateDataset(std::vector<DatasetPtr> inputs);
 
@@ -47,7 +52,8 @@ absl::StatusOr<DatasetPtr> MakeShuffleDataset(DatasetPtr input, int64_t buffer_s
 absl::StatusOr<DatasetPtr> MakeRepeatDataset(DatasetPtr input, int64_t count);
 absl::StatusOr<DatasetPtr> MakeTakeDataset(DatasetPtr input, int64_t count);
 absl::StatusOr<DatasetPtr> MakeSkipDataset(DatasetPtr input, int64_t count);
-absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename, MemoryScope memory = {});
+absl::StatusOr<DatasetPtr> MakeCacheDataset(DatasetPtr input, std::string filename, MemoryScope memory = {},
+                                            std::shared_ptr<const PathPolicy> paths = nullptr);
 absl::StatusOr<DatasetPtr> MakePrefetchDataset(DatasetPtr input, int64_t buffer_size, MemoryScope memory = {});
 absl::StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, DatasetPtr body, int64_t cycle_length,
                                                  int64_t block_length, int num_parallel_calls, bool deterministic);

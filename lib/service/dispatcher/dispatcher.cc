@@ -252,7 +252,7 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
   const pipeline::Pipeline& pipeline = state_.FindDataset(req.dataset_id())->pipeline;
   std::optional<SplitPlan> plan;
   if (req.mode() == DISTRIBUTED_EPOCH) {
-    auto p = SplitPlan::Create(pipeline, BuildOptions{});
+    auto p = SplitPlan::Create(pipeline, config_.build_options);
     if (!p.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
                                                      p.status().message()));
@@ -267,7 +267,7 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
   }
   if (IsStaticSharding(req.mode())) {
     auto st = CheckStaticSharding(pipeline, req.mode(), static_cast<int64_t>(config_.worker_addresses.size()),
-                                  BuildOptions{});
+                                  config_.build_options);
     if (!st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
                                                      st.message()));
@@ -560,7 +560,7 @@ absl::StatusOr<const SplitPlan*> Dispatcher::SplitPlanLocked(int64_t job_id) {
   auto it = split_plans_.find(job_id);
   if (it != split_plans_.end()) return &it->second;
   const auto* job = state_.FindJob(job_id);
-  auto plan = SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, BuildOptions{});
+  auto plan = SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, config_.build_options);
   if (!plan.ok()) return plan.status();
   return &split_plans_.emplace(job_id, *std::move(plan)).first->second;
 }

@@ -48,6 +48,9 @@ struct DispatcherConfig {
   // Compaction: after this many records the journal is rewritten as one snapshot of the state,
   // so restart time stays bounded on long jobs.
   int64_t compact_after_records = 100000;
+  // How the dispatcher builds pipelines to plan their splits; its `paths` bound what list_files
+  // may list (dispatcher --allowed-path), since the names it lists go to workers and readers.
+  BuildOptions build_options;
 };
 
 class Dispatcher {
