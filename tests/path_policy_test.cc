@@ -40,7 +40,7 @@ absl::StatusOr<std::vector<Element>> RunAllowed(const std::string& text, const s
 
 }  // namespace
 
-TEST_CASE("path policy: inside is allowed; outside, by symlink or by .., is not", "[paths]") {
+TEST_CASE("path policy: inside is allowed, outside by symlink or by .. is not", "[paths]") {
   TempDir dir;
   std::filesystem::create_directory(dir.Join("data"));
   WriteFile(dir.Join("data/a.txt"), "x\n");

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "fmt/format.h"
+#include "lib/core/status_macros.h"
 
 namespace tfdata {
 namespace {
@@ -106,19 +107,48 @@ int64_t ElementMemoryBytes(const Element& element) {
 
 MemoryBudget& MemoryScope::get() const { return budget ? *budget : *DefaultMemoryBudget(); }
 
+bool MemoryHold::Reserve(int64_t want) {
+  const int64_t need = want - reserved_;
+  if (need <= 0) return true;
+  if (budget_->TryTake(need + kGranule)) {
+    reserved_ += need + kGranule;
+    return true;
+  }
+  if (budget_->TryTake(need)) {
+    reserved_ += need;
+    return true;
+  }
+  return false;
+}
+
 absl::Status MemoryHold::Grow(int64_t bytes, std::string_view what) {
   if (bytes <= 0) return absl::OkStatus();
-  const absl::Status s = budget_->Take(bytes, scope_.where, what);
-  if (s.ok()) held_ += bytes;
-  return s;
+  if (!Reserve(held_ + bytes)) {
+    // What is reserved but not held is the hold's own: the error counts it as free.
+    const int64_t spare = reserved_ - held_;
+    budget_->Give(spare);
+    reserved_ = held_;
+    if (!Reserve(held_ + bytes)) {
+      TFD_RETURN_IF_ERROR(budget_->Take(bytes, scope_.where, what));  // fails, unless another hold let go
+      reserved_ += bytes;
+    }
+  }
+  held_ += bytes;
+  return absl::OkStatus();
 }
 
 void MemoryHold::Shrink(int64_t bytes) {
-  bytes = std::min(bytes, held_);
-  budget_->Give(bytes);
-  held_ -= bytes;
+  held_ -= std::min(bytes, held_);
+  if (reserved_ - held_ > 2 * kGranule) {
+    budget_->Give(reserved_ - held_ - kGranule);
+    reserved_ = held_ + kGranule;
+  }
 }
 
-void MemoryHold::Reset() { Shrink(held_); }
+void MemoryHold::Reset() {
+  held_ = 0;
+  budget_->Give(reserved_);
+  reserved_ = 0;
+}
 
 }  // namespace tfdata

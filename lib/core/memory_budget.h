@@ -92,7 +92,7 @@ class MemoryHold {
   template <typename Describe>
   absl::Status GrowLazy(int64_t bytes, Describe&& describe) {
     if (bytes <= 0) return absl::OkStatus();
-    if (budget_->TryTake(bytes)) {
+    if (held_ + bytes <= reserved_ || Reserve(held_ + bytes)) {
       held_ += bytes;
       return absl::OkStatus();
     }
@@ -102,13 +102,20 @@ class MemoryHold {
   // Gives back everything held.
   void Reset();
   int64_t held() const { return held_; }
+  // Per-element holds (a shuffle buffer) would touch the shared budget twice per element; a hold
+  // takes from it in granules instead, so it may have up to 2 granules more than it holds.
+  static constexpr int64_t kGranule = 64 << 10;
   const MemoryScope& scope() const { return scope_; }
   MemoryBudget& budget() const { return *budget_; }
 
  private:
   MemoryScope scope_;
+  // Takes from the budget so that reserved_ >= `want`: a granule more when it can, else exactly.
+  bool Reserve(int64_t want);
+
   MemoryBudget* budget_;  // scope_'s budget, or the process default (which outlives everything)
-  int64_t held_ = 0;
+  int64_t held_ = 0;      // what the owner holds
+  int64_t reserved_ = 0;  // what is taken from the budget: held_ <= reserved_
 };
 
 }  // namespace tfdata

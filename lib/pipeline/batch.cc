@@ -143,16 +143,17 @@ class BatchDataset : public Dataset {
     absl::Status Grow(const Element& first, int64_t capacity) {
       const int64_t bytes = TimesOrOverflow(capacity, row_bytes_);
       const int64_t full = TimesOrOverflow(batch_, row_bytes_);
-      const std::string types = first.size() == 1 ? first[0].TypeString() : ElementTypeString(first);
+      auto types = [&] { return first.size() == 1 ? first[0].TypeString() : ElementTypeString(first); };
       if (bytes < 0 || full < 0) {
         return absl::ResourceExhaustedError(fmt::format("{}: a batch of {} {} elements needs more than 8 EiB",
-                                                        hold_.scope().where, batch_, types));
+                                                        hold_.scope().where, batch_, types()));
       }
       const int64_t more = bytes - TimesOrOverflow(capacity_, row_bytes_);
-      TFD_RETURN_IF_ERROR(hold_.Grow(
-          more, capacity == batch_ ? fmt::format("a batch of {} {} elements", batch_, types)
-                                   : fmt::format("a batch of up to {} {} elements ({} in all), grown to {} elements,",
-                                                 batch_, types, FormatBytes(full), capacity)));
+      TFD_RETURN_IF_ERROR(hold_.GrowLazy(more, [&] {
+        return capacity == batch_ ? fmt::format("a batch of {} {} elements", batch_, types())
+                                  : fmt::format("a batch of up to {} {} elements ({} in all), grown to {} elements,",
+                                                batch_, types(), FormatBytes(full), capacity);
+      }));
       for (size_t c = 0; c < first.size(); ++c) {
         if (first[c].is_string()) {
           strings_[c].reserve(static_cast<size_t>(std::min<int64_t>(capacity * first[c].num_elements(), 1 << 20)));
