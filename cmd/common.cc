@@ -208,8 +208,17 @@ std::string DroppedSummary(const service::Reader& reader) {
   const int64_t dropped = reader.tasks_dropped();
   if (dropped == 0) return "";
   const int64_t lost = reader.splits_lost();
-  return fmt::format(" ({} task(s) dropped: worker unreachable{})", dropped,
+  std::string workers;
+  for (const std::string& w : reader.dropped_workers()) workers += (workers.empty() ? "" : ", ") + w;
+  return fmt::format(" ({} task(s) dropped: worker unreachable: {}{})", dropped, workers,
                      lost > 0 ? fmt::format("; {} split(s) lost", lost) : "");
+}
+
+int ReadExitCode(int code, const service::Reader& reader) {
+  if (code != kExitOk || reader.tasks_dropped() == 0) return code;
+  fmt::print(stderr, "tfdata: warning: the read lost data:{}; exit code {}\n", DroppedSummary(reader),
+             static_cast<int>(kExitPartialLoss));
+  return kExitPartialLoss;
 }
 
 absl::StatusOr<service::ProcessingMode> ParseModeFlag(const std::string& name) {

@@ -15,6 +15,7 @@ enum ExitCode : int {
   kExitRuntimeError = 1,  // the pipeline failed while running (bad data, corrupt file, I/O error)
   kExitUsage = 2,         // bad command line
   kExitBadPipeline = 3,   // the pipeline file cannot be read, parsed or validated
+  kExitPartialLoss = 4,   // read/local: the read ended but lost data (tasks dropped, splits lost)
   kExitInterrupted = 130, // stopped by SIGINT/SIGTERM
 };
 
@@ -78,6 +79,9 @@ int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, con
 
 // The reader's losses for the summary line: "" or " (1 task(s) dropped: worker unreachable; 3 split(s) lost)".
 std::string DroppedSummary(const service::Reader& reader);
+// A read's exit code: `code` from WriteElements, or kExitPartialLoss (with a warning naming what was
+// lost) when it ended cleanly but the reader dropped tasks or lost splits.
+int ReadExitCode(int code, const service::Reader& reader);
 
 // Blocks until SIGINT/SIGTERM, or until `done` (checked every 20 ms) returns true.
 void WaitForStopSignal(const std::function<bool()>& done = {});

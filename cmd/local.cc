@@ -66,7 +66,7 @@ int RunLocal(const LocalFlags& f) {
   const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output,
                                  [&] { return fmt::format(" from {} worker(s)", f.workers) + DroppedSummary(**reader); });
   (*reader)->Close();
-  return code;
+  return ReadExitCode(code, **reader);
 }
 
 }  // namespace

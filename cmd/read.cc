@@ -110,7 +110,7 @@ int RunRead(const ReadFlags& f) {
                                        "window)", skipped));
   });
   (*reader)->Close();
-  return code;
+  return ReadExitCode(code, **reader);
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ TEST_CASE("processes: a worker killed with SIGKILL mid-job, the read finishes fr
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   w2->Signal(SIGKILL);
   CHECK(w2->Wait() == -SIGKILL);
-  CHECK(reader.Wait() == 0);
+  CHECK(reader.Wait() == 4);  // 4: the read lost data (a task dropped)
   auto counts = LineCounts(reader.out());
   CHECK(counts.size() == 2000);  // the surviving worker's whole pass
   int total = 0;
@@ -175,7 +175,7 @@ TEST_CASE("processes: distributed_epoch over three workers, then with a worker k
   std::this_thread::sleep_for(std::chrono::milliseconds(700));
   workers[1]->Signal(SIGKILL);
   CHECK(workers[1]->Wait() == -SIGKILL);
-  CHECK(reader.Wait() == 0);
+  CHECK(reader.Wait() == 4);  // 4: the read lost data (a task dropped)
   auto slow = LineCounts(reader.out());
   int total = 0;
   bool no_duplicate = true;
@@ -187,7 +187,7 @@ TEST_CASE("processes: distributed_epoch over three workers, then with a worker k
   CHECK(total < 6000);
   CHECK(total > 1000);
   INFO(reader.err());
-  CHECK_THAT(reader.err(), Catch::Contains("1 task(s) dropped: worker unreachable; "));
+  CHECK_THAT(reader.err(), Catch::Contains("1 task(s) dropped: worker unreachable: localhost:"));
   CHECK_THAT(reader.err(), Catch::Contains(" split(s) lost)"));
 }
 
@@ -354,7 +354,7 @@ TEST_CASE("processes: fault-tolerant dispatcher and a worker both killed mid-epo
   dispatcher = start_dispatcher(port, "d2");
   WaitForPort(dir.Join("d.port"));
   INFO(reader.err());
-  REQUIRE(reader.Wait() == 0);
+  REQUIRE(reader.Wait() == 4);  // 4: the read lost data (a task dropped)
   std::set<int64_t> seen;
   bool no_duplicate = true;
   std::istringstream lines(reader.out());
@@ -401,7 +401,7 @@ TEST_CASE("processes: parallel_epochs, a worker killed and a new one started mid
   // and produces a whole pass from the beginning.
   auto w3 = start("w3");
   INFO(reader.err());
-  CHECK(reader.Wait() == 0);
+  CHECK(reader.Wait() == 4);  // 4: the read lost data (a task dropped)
   auto counts = LineCounts(reader.out());
   CHECK(counts.size() == 1500);
   int total = 0;

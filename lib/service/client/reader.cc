@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "lib/service/common/names.h"
 #include "lib/service/common/host_util.h"
 #include "lib/service/common/local_workers.h"
@@ -98,9 +99,15 @@ int64_t Reader::elements_skipped() const {
   return elements_skipped_;
 }
 
+std::vector<std::string> Reader::dropped_workers() const {
+  absl::MutexLock lock(&mu_);
+  return {dropped_workers_.begin(), dropped_workers_.end()};
+}
+
 void Reader::DropLocked(TaskState& ts) {
   ts.ended = true;
   ++tasks_dropped_;
+  dropped_workers_.insert(ts.address);
   splits_lost_ += ts.splits_undelivered;
   DeliverLocked(ts, /*all=*/true);
 }
@@ -147,6 +154,7 @@ absl::Status Reader::HeartbeatOnce() {
                    client.status().ToString());
       ts.ended = true;
       ++tasks_dropped_;
+      dropped_workers_.insert(ts.address);
       splits_lost_ += ts.splits_undelivered;
     } else {
       ts.client = *std::move(client);
@@ -313,11 +321,19 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     *out = std::move(ready_.front().element);
     ready_bytes_ -= ready_.front().bytes;
     ready_.pop_front();
+    ++elements_delivered_;
     // Fetchers blocked on a full buffer resume as soon as there is room.
     if (was_full && !FullLocked()) fetch_cv_.SignalAll();
     return true;
   }
   if (!error_.ok()) return error_;
+  if (!closed_ && elements_delivered_ == 0 && tasks_dropped_ > 0 &&
+      tasks_dropped_ == static_cast<int64_t>(tasks_.size())) {
+    return absl::UnavailableError(absl::StrCat(
+        "no element was read: all ", tasks_dropped_, " task(s) were dropped because their workers could not be "
+        "reached (", absl::StrJoin(dropped_workers_, ", "), "); the workers are down, or still registered after "
+        "dying (the dispatcher forgets them after its --worker-timeout)"));
+  }
   return false;
 }
 

@@ -5,7 +5,10 @@
 // flight, at most max_requests_per_task per task; each task's elements are delivered in the
 // task's order whatever order the responses arrive in), and ends once every task
 // has ended. A worker that cannot be reached is skipped (its task dropped, counted in
-// tasks_dropped()) and reading goes on from the others. Close() (or the destructor) releases the
+// tasks_dropped()) and reading goes on from the others. A read that ends with every task dropped
+// and no element delivered is an error (UNAVAILABLE naming the workers), not a clean end: an
+// empty read must never look like an empty dataset. A read that delivered something but dropped
+// tasks ends cleanly: callers that need every element check tasks_dropped() and splits_lost(). Close() (or the destructor) releases the
 // iteration at the dispatcher.
 //
 // Next() is for one consumer thread; the other methods are thread-safe.
@@ -85,6 +88,8 @@ class Reader {
   const std::string& warning() const { return warning_; }
   // Tasks dropped because their worker could not be reached.
   int64_t tasks_dropped() const;
+  // The workers of the dropped tasks ("host:port"), sorted, each once.
+  std::vector<std::string> dropped_workers() const;
   // Tasks this reader has learned of so far (read, being read or dropped).
   int64_t num_tasks() const;
   // distributed_epoch: splits lost with the tasks this reader dropped (their worker died): the
@@ -149,6 +154,8 @@ class Reader {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<std::string> dropped_workers_ ABSL_GUARDED_BY(mu_);
+  int64_t elements_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t elements_skipped_ ABSL_GUARDED_BY(mu_) = 0;
   TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
