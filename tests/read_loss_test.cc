@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/status/status.h"
+#include "spdlog/sinks/ringbuffer_sink.h"
+#include "spdlog/spdlog.h"
 #include "tests/test_cluster.h"
 #include "tests/test_util.h"
 
@@ -57,4 +59,24 @@ TEST_CASE("read loss: tfdata read exits 4 naming the lost worker when part of th
   auto none = RunTfdata({"read", "--dispatcher", cluster.dispatcher_address(), "--dataset-id", ds});
   CHECK(none.exit_code == 1);
   CHECK_THAT(none.err, Catch::Contains("no element was read: all 2 task(s) were dropped"));
+}
+
+TEST_CASE("read loss: a dead worker is warned about once per process, not once per read", "[read_loss][cluster]") {
+  TestCluster cluster(2, SlowToForget());
+  const std::string ds = cluster.Register("op { range { stop: 10 } }");
+  cluster.StopWorker(1);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+  spdlog::default_logger()->sinks().push_back(sink);
+  for (int i = 0; i < 3; ++i) {
+    auto reader = cluster.NewReader(ds);
+    REQUIRE(reader.ok());
+    CHECK(ReadAll(**reader).size() == 10);
+    CHECK((*reader)->tasks_dropped() == 1);
+  }
+  spdlog::default_logger()->sinks().pop_back();
+  int warnings = 0;
+  for (const std::string& line : sink->last_formatted()) {
+    if (line.find("giving up") != std::string::npos && line.find("warn") != std::string::npos) ++warnings;
+  }
+  CHECK(warnings == 1);
 }

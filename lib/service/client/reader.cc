@@ -261,6 +261,20 @@ void Reader::FetchLoop() {
   }
 }
 
+namespace {
+
+// A dead worker stays listed until the dispatcher's --worker-timeout: a process that reads again and
+// again (a Python trainer, each epoch) would warn about it every time. Warn once per worker per
+// process; later give-ups go to the debug log.
+bool FirstGiveUp(const std::string& address) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* warned ABSL_GUARDED_BY(mu) = new std::set<std::string>();
+  absl::MutexLock lock(&mu);
+  return warned->insert(address).second;
+}
+
+}  // namespace
+
 void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result) {
   TaskState& ts = tasks_.at(task_id);
   ts.in_flight.erase(request);
@@ -268,7 +282,13 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
   if (!result.ok()) {
     if (IsTransportError(result.status())) {
       if (++ts.failures >= kMaxFailures && !ts.ended) {
-        spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address, result.status().ToString());
+        if (FirstGiveUp(ts.address)) {
+          spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address,
+                       result.status().ToString());
+        } else {
+          spdlog::debug("reader: giving up {} on worker {} (unreachable, warned before): {}", TaskName(task_id),
+                        ts.address, result.status().ToString());
+        }
         DropLocked(ts);
       }
       ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
