@@ -173,6 +173,7 @@ void WaitForStopSignal(const std::function<bool()>& done) {
 #include <fstream>
 
 #include "lib/service/client/register_dataset.h"
+#include "lib/service/client/read_loss.h"
 
 namespace tfdata::cmd {
 
@@ -205,13 +206,8 @@ int FailRegistration(const absl::Status& status) {
 }
 
 std::string DroppedSummary(const service::Reader& reader) {
-  const int64_t dropped = reader.tasks_dropped();
-  if (dropped == 0) return "";
-  const int64_t lost = reader.splits_lost();
-  std::string workers;
-  for (const std::string& w : reader.dropped_workers()) workers += (workers.empty() ? "" : ", ") + w;
-  return fmt::format(" ({} task(s) dropped: worker unreachable: {}{})", dropped, workers,
-                     lost > 0 ? fmt::format("; {} split(s) lost", lost) : "");
+  const std::string loss = service::DescribeReadLoss(reader);
+  return loss.empty() ? "" : fmt::format(" ({})", loss);
 }
 
 int ReadExitCode(int code, const service::Reader& reader) {
