@@ -43,11 +43,21 @@ nb::object ElementIterator::Next() {
       nb::gil_scoped_release release;
       source_->Close();  // the job is released as soon as the data ends, not at garbage collection
     }
+    WarnOfLoss();
     throw nb::stop_iteration();
   }
   ++elements_;
   bytes_ += static_cast<int64_t>(ElementByteSize(element));
   return ToPython(element, format_);
+}
+
+void ElementIterator::WarnOfLoss() {
+  const std::string loss = source_->loss();
+  if (loss.empty()) return;
+  const std::string message = "tfdata: the read lost data: " + loss;
+  nb::object category = nb::module_::import_("tfdata.errors").attr("DataLossWarning");
+  // -1: the warnings filter turned it into an exception ("error"), which propagates.
+  if (PyErr_WarnEx(category.ptr(), message.c_str(), 1) != 0) throw nb::python_error();
 }
 
 void ElementIterator::Close() {
@@ -62,6 +72,9 @@ nb::dict ElementIterator::Stats() const {
   d["bytes"] = bytes_;
   d["wait_seconds"] = absl::ToDoubleSeconds(waited_);
   for (const auto& [name, value] : source_->Stats()) d[nb::str(name.c_str())] = value;
+  nb::list dropped;
+  for (const std::string& w : source_->dropped_workers()) dropped.append(nb::str(w.c_str()));
+  d["dropped_workers"] = dropped;
   return d;
 }
 
@@ -72,7 +85,8 @@ void BindIterator(nb::module_& m) {
       .def("close", &ElementIterator::Close, "Stops reading and releases the job at the dispatcher. Idempotent.")
       .def("stats", &ElementIterator::Stats,
            "Counters: elements, bytes, wait_seconds (time __next__ waited with nothing ready), and the "
-           "reader's own (tasks_dropped, splits_lost, elements_skipped, rounds_substituted).")
+           "reader's own (tasks_dropped, splits_lost, elements_skipped, rounds_substituted), and "
+           "dropped_workers (the workers of the dropped tasks).")
       .def_prop_ro("warning", &ElementIterator::warning)
       .def_prop_ro("closed", &ElementIterator::closed)
       .def("_set_names", &ElementIterator::set_names, nb::arg("names").none())

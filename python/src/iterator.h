@@ -6,6 +6,8 @@
 // 100 ms, and checks for signals between them so that Ctrl-C (KeyboardInterrupt) stops a blocked
 // read. close() (also on garbage collection or `with` exit) releases the job at the dispatcher.
 // One thread at a time may call __next__; a second one gets a RuntimeError instead of a race.
+// A read that ends having lost data (a worker became unreachable) ends with a
+// tfdata.DataLossWarning that says what was lost, the CLI's exit code 4 in Python's terms.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -37,6 +39,10 @@ class ElementSource {
   virtual std::vector<std::pair<std::string, int64_t>> Stats() const { return {}; }
   // A warning from the dispatcher (empty when none).
   virtual std::string warning() const { return ""; }
+  // What the read lost (tasks dropped with their workers, splits lost), in the CLI's words; empty
+  // when nothing. Reported as a DataLossWarning when the iteration ends.
+  virtual std::string loss() const { return ""; }
+  virtual std::vector<std::string> dropped_workers() const { return {}; }
 };
 
 class ElementIterator {
@@ -54,6 +60,9 @@ class ElementIterator {
   void set_names(std::optional<std::vector<std::string>> names) { format_.names = std::move(names); }
 
  private:
+  // Issues a DataLossWarning when the source lost data (raises when warnings are errors).
+  void WarnOfLoss();
+
   std::unique_ptr<ElementSource> source_;
   ElementFormat format_;
   std::mutex next_mu_;  // held by the thread inside Next()

@@ -11,10 +11,12 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/text_format.h"
+#include "lib/core/memory_budget.h"
 #include "python/src/iterator.h"
 #include "python/src/status.h"
 
 namespace nb = nanobind;
+using namespace nb::literals;
 namespace pb = google::protobuf;
 
 namespace tfdata::python {
@@ -444,9 +446,13 @@ void BindPipelines(nb::module_& m) {
       "Validates pipeline text as the engine does; returns (spec, names, cardinality).");
   m.def(
       "run_pipeline",
-      [](const std::string& text, const std::string& name) {
+      [](const std::string& text, const std::string& name, int64_t max_memory_bytes) {
         LoadedPipeline loaded = ParseText(text, name);
-        DatasetPtr ds = Unwrap(BuildDataset(loaded.pipeline, ClientBuildOptions(), loaded.source()));
+        BuildOptions options = ClientBuildOptions();
+        if (max_memory_bytes > 0) {  // 0: the default (half of this machine's memory), as `tfdata run`
+          options.memory = std::make_shared<MemoryBudget>(max_memory_bytes, "the memory limit (run max_memory)");
+        }
+        DatasetPtr ds = Unwrap(BuildDataset(loaded.pipeline, options, loaded.source()));
         std::unique_ptr<Iterator> it;
         {
           nb::gil_scoped_release release;
@@ -462,7 +468,8 @@ void BindPipelines(nb::module_& m) {
         if (format.names && format.names->size() != ds->spec().components.size()) format.names.reset();
         return new ElementIterator(std::make_unique<LocalSource>(std::move(it)), format);
       },
-      nb::rv_policy::take_ownership, "Iterates pipeline text in this process (as `tfdata run`).");
+      "text"_a, "name"_a, "max_memory_bytes"_a = 0, nb::rv_policy::take_ownership,
+      "Iterates pipeline text in this process (as `tfdata run`).");
 }
 
 }  // namespace tfdata::python

@@ -7,9 +7,11 @@
 
 #include <memory>
 
+#include "lib/io/path_policy.h"
 #include "lib/service/client/coordinated_reader.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/common/address.h"
+#include "lib/service/client/read_loss.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/client/register_dataset.h"
 #include "lib/service/grpc/server.h"
@@ -26,11 +28,17 @@ namespace {
 
 absl::Duration Seconds(double s) { return s < 0 ? absl::InfiniteDuration() : absl::Seconds(s); }
 
+// The directories pipelines may open files under (none given: any file this process can read).
+std::shared_ptr<const PathPolicy> AllowedPaths(const std::vector<std::string>& dirs) {
+  if (dirs.empty()) return nullptr;
+  return std::make_shared<const PathPolicy>(Unwrap(PathPolicy::Create(dirs, "allowed_paths")));
+}
+
 class PyDispatchServer {
  public:
   PyDispatchServer(int port, const std::string& host, const std::string& work_dir, bool fault_tolerant,
                    std::vector<std::string> worker_addresses, double worker_timeout_s, double client_timeout_s,
-                   double job_gc_timeout_s) {
+                   double job_gc_timeout_s, const std::vector<std::string>& allowed_paths) {
     if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
     service::DispatcherConfig config;
     config.work_dir = work_dir;
@@ -39,6 +47,7 @@ class PyDispatchServer {
     config.worker_timeout = Seconds(worker_timeout_s);
     config.client_timeout = Seconds(client_timeout_s);
     config.job_gc_timeout = Seconds(job_gc_timeout_s);
+    config.build_options.paths = AllowedPaths(allowed_paths);
     server_ = std::make_unique<service::DispatcherServer>(config);
     absl::Status st;
     {
@@ -67,7 +76,7 @@ class PyWorkerServer {
   PyWorkerServer(const std::string& dispatcher_address, int port, const std::string& host,
                  const std::string& worker_address, std::vector<std::string> tags, double heartbeat_interval_s,
                  bool allow_plugins, int64_t cross_trainer_cache_bytes, double dispatcher_retry_s,
-                 int64_t max_task_memory_bytes) {
+                 int64_t max_task_memory_bytes, const std::vector<std::string>& allowed_paths) {
     if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
     if (!(heartbeat_interval_s > 0)) throw nb::value_error("heartbeat_interval must be positive");
     if (cross_trainer_cache_bytes <= 0) throw nb::value_error("cross_trainer_cache_size must be positive");
@@ -79,6 +88,7 @@ class PyWorkerServer {
     options.config.tags = std::move(tags);
     options.config.heartbeat_interval = absl::Seconds(heartbeat_interval_s);
     options.config.build_options.functions.allow_plugins = allow_plugins;
+    options.config.build_options.paths = AllowedPaths(allowed_paths);
     options.config.cross_trainer_cache_bytes = cross_trainer_cache_bytes;
     options.config.dispatcher_retry = Seconds(dispatcher_retry_s);
     if (max_task_memory_bytes > 0) options.config.max_task_memory = max_task_memory_bytes;  // 0: the default
@@ -126,6 +136,8 @@ class ReaderSource : public ElementSource {
             {"client_id", reader_->client_id()}};
   }
   std::string warning() const override { return reader_->warning(); }
+  std::string loss() const override { return service::DescribeReadLoss(*reader_); }
+  std::vector<std::string> dropped_workers() const override { return reader_->dropped_workers(); }
 
  private:
   std::unique_ptr<service::Reader> reader_;
@@ -240,18 +252,19 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
 void BindService(nb::module_& m) {
   nb::class_<PyDispatchServer>(m, "DispatchServer")
       .def(nb::init<int, const std::string&, const std::string&, bool, std::vector<std::string>, double, double,
-                    double>(),
+                    double, const std::vector<std::string>&>(),
            "port"_a, "host"_a, "work_dir"_a, "fault_tolerant"_a, "worker_addresses"_a, "worker_timeout_s"_a,
-           "client_timeout_s"_a, "job_gc_timeout_s"_a)
+           "client_timeout_s"_a, "job_gc_timeout_s"_a, "allowed_paths"_a)
       .def_prop_ro("port", &PyDispatchServer::port)
       .def_prop_ro("num_workers", &PyDispatchServer::num_workers)
       .def_prop_ro("stopped", &PyDispatchServer::stopped)
       .def("stop", &PyDispatchServer::Stop);
   nb::class_<PyWorkerServer>(m, "WorkerServer")
       .def(nb::init<const std::string&, int, const std::string&, const std::string&, std::vector<std::string>, double,
-                    bool, int64_t, double, int64_t>(),
+                    bool, int64_t, double, int64_t, const std::vector<std::string>&>(),
            "dispatcher_address"_a, "port"_a, "host"_a, "worker_address"_a, "tags"_a, "heartbeat_interval_s"_a,
-           "allow_plugins"_a, "cross_trainer_cache_bytes"_a, "dispatcher_retry_s"_a, "max_task_memory_bytes"_a)
+           "allow_plugins"_a, "cross_trainer_cache_bytes"_a, "dispatcher_retry_s"_a, "max_task_memory_bytes"_a,
+           "allowed_paths"_a)
       .def_prop_ro("port", &PyWorkerServer::port)
       .def_prop_ro("address", &PyWorkerServer::address)
       .def_prop_ro("num_tasks", &PyWorkerServer::num_tasks)

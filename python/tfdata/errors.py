@@ -59,4 +59,10 @@ class PermissionDeniedError(Error, PermissionError):
     """Not allowed."""
 
 
-__all__ = [name for name in dir() if name.endswith("Error")]
+class DataLossWarning(RuntimeWarning):
+    """A read ended having lost data: tasks dropped because their workers became unreachable
+    (and, in distributed_epoch, the splits they held). The CLI ends such a read with exit code 4.
+    To make it an error: ``warnings.simplefilter("error", tfdata.DataLossWarning)``."""
+
+
+__all__ = [name for name in dir() if name.endswith("Error")] + ["DataLossWarning"]

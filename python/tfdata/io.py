@@ -14,6 +14,9 @@ from tfdata import _native
 
 def write_tfrecord(path, records, compression=None):
     """Writes `records` (bytes or str each) to a TFRecord file; compression None, "GZIP" or "ZLIB"."""
+    if isinstance(records, (str, bytes)):
+        raise TypeError("write_tfrecord: records must be a list of records (bytes or str), not one "
+                        f"{type(records).__name__}")
     _native.write_tfrecord(os.fspath(path), list(records), (compression or "none").lower())
 
 

@@ -343,9 +343,19 @@ class Pipeline:
         """The number of elements, or INFINITE_CARDINALITY (-1) / UNKNOWN_CARDINALITY (-2)."""
         return _to_cardinality(self._describe()[2])
 
-    def run(self):
-        """Iterates the pipeline in this process, as ``tfdata run`` does."""
-        return _native.run_pipeline(self._text, "<pipeline>")
+    def run(self, max_memory=None):
+        """Iterates the pipeline in this process, as ``tfdata run`` does.
+
+        `max_memory`: bytes the pipeline may hold (buffers, caches, batches; ``tfdata run
+        --max-memory``); default half of this machine's memory. A pipeline that needs more fails
+        with a ResourceExhaustedError naming the op. Ctrl-C stops the run once the element being
+        computed is done.
+        """
+        if max_memory is not None and (isinstance(max_memory, bool) or not isinstance(max_memory, int)):
+            raise TypeError(f"max_memory: expected a number of bytes (int), got {type(max_memory).__name__}")
+        if max_memory is not None and max_memory <= 0:
+            raise ValueError(f"max_memory must be a positive number of bytes, got {max_memory}")
+        return _native.run_pipeline(self._text, "<pipeline>", max_memory or 0)
 
     def __iter__(self):
         return self.run()

@@ -6,6 +6,7 @@ training loop. Times are in milliseconds, as in TensorFlow's configs.
 """
 
 import dataclasses
+import os
 import time
 from typing import Optional, Sequence
 
@@ -26,6 +27,8 @@ class DispatcherConfig:
     client_timeout_ms: Optional[int] = None          # default 5 minutes
     worker_timeout_ms: Optional[int] = None          # default 10 minutes
     host: str = "0.0.0.0"
+    # Directories list_files may list (dispatcher --allowed-path); None: any (as `tfdata local`).
+    allowed_paths: Optional[Sequence[str]] = None
 
 
 @dataclasses.dataclass
@@ -44,6 +47,9 @@ class WorkerConfig:
     max_task_memory_bytes: Optional[int] = None  # what one task's pipeline may hold; default a quarter of RAM
     allow_plugins: bool = False
     host: str = "0.0.0.0"
+    # Directories pipelines may open files under, checked after symlinks are resolved (worker
+    # --allowed-path); None: any file this process can read (as `tfdata local`).
+    allowed_paths: Optional[Sequence[str]] = None
 
 
 def _seconds(ms, default_s, where, allow_never=True):
@@ -56,6 +62,14 @@ def _seconds(ms, default_s, where, allow_never=True):
     if ms <= 0:
         raise ValueError(f"{where}: must be positive{' (or -1 for never)' if allow_never else ''}, got {ms}")
     return ms / 1000.0
+
+
+def _paths(paths):
+    if paths is None:
+        return []
+    if isinstance(paths, (str, bytes)) or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise TypeError(f"allowed_paths: expected a list of directories, got {paths!r}")
+    return [os.fspath(p) for p in paths]
 
 
 def _check_port(port):
@@ -148,7 +162,8 @@ class DispatchServer(_Server):
             worker_addresses=list(c.worker_addresses or []),
             worker_timeout_s=_seconds(c.worker_timeout_ms, 600.0, "worker_timeout_ms"),
             client_timeout_s=_seconds(c.client_timeout_ms, 300.0, "client_timeout_ms"),
-            job_gc_timeout_s=_seconds(c.job_gc_timeout_ms, 300.0, "job_gc_timeout_ms"))
+            job_gc_timeout_s=_seconds(c.job_gc_timeout_ms, 300.0, "job_gc_timeout_ms"),
+            allowed_paths=_paths(c.allowed_paths))
 
     @property
     def target(self):
@@ -204,7 +219,8 @@ class WorkerServer(_Server):
             allow_plugins=bool(c.allow_plugins),
             cross_trainer_cache_bytes=256 << 20 if cache is None else cache,
             dispatcher_retry_s=_seconds(c.dispatcher_timeout_ms, 30.0, "dispatcher_timeout_ms"),
-            max_task_memory_bytes=0 if memory is None else memory)
+            max_task_memory_bytes=0 if memory is None else memory,
+            allowed_paths=_paths(c.allowed_paths))
 
     @property
     def worker_address(self):

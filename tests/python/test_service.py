@@ -200,6 +200,9 @@ def test_zero_copy_arrays_point_into_the_received_buffer(cluster):
         address = a.__array_interface__["data"][0]
         assert address == owner.data_address
         assert owner.buffer_address <= address and address + a.nbytes <= owner.buffer_address + owner.buffer_size
+        # Inside the received message, behind its frame header: a copy would be a block of its own
+        # that starts at the data and is exactly as large.
+        assert address > owner.buffer_address and owner.buffer_size > a.nbytes
         assert a.flags.writeable  # the received message belongs to this array alone
     it.close()
     del it, ds
@@ -325,6 +328,43 @@ def test_errors_carry_the_cli_message(cluster, tmpdir_path):
 def test_bad_arguments_are_value_or_type_errors(cluster, call, error, pattern):
     with pytest.raises(error, match=pattern):
         call(cluster.target)
+
+
+def test_dispatch_server_takes_the_port_positionally():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with tfdata.DispatchServer(port) as d:
+        assert d.port == port and d.target == f"grpc://localhost:{port}"
+
+
+def test_set_log_level():
+    tfdata.set_log_level("error")
+    tfdata.set_log_level("warn")
+    with pytest.raises(ValueError, match="log level"):
+        tfdata.set_log_level("loud")
+
+
+def test_worker_config_fields():
+    # A cluster of its own: the worker added here is stopped, and would stay listed by the shared one.
+    c = Cluster(num_workers=1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tfdata.WorkerConfig(dispatcher_address=c.target, port=port, host="127.0.0.1",
+                                 worker_address="127.0.0.1:%port%", heartbeat_interval_ms=100,
+                                 dispatcher_timeout_ms=2000, cross_trainer_cache_size_bytes=1 << 20,
+                                 allow_plugins=False, worker_tags=["config-test"])
+    try:
+        with tfdata.WorkerServer(config) as w:
+            assert w.worker_address == f"127.0.0.1:{port}"
+            wait_for(lambda: c.dispatcher.num_workers == 2)
+            dataset_id = tfdata.register_dataset(c.target, Pipeline.range(4))
+            ds = tfdata.from_dataset_id("parallel_epochs", c.target, dataset_id, worker_tag="config-test")
+            assert ds.dataset_id == dataset_id and ds.processing_mode == tfdata.ShardingPolicy.OFF
+            assert list(ds) == [0, 1, 2, 3]  # from this worker alone: its tag
+    finally:
+        c.stop()
 
 
 def test_servers_api(tmpdir_path):
