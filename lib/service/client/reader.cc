@@ -106,6 +106,7 @@ std::vector<std::string> Reader::dropped_workers() const {
 
 void Reader::DropLocked(TaskState& ts) {
   ts.ended = true;
+  ts.dropped = true;
   ++tasks_dropped_;
   dropped_workers_.insert(ts.address);
   splits_lost_ += ts.splits_undelivered;
@@ -142,7 +143,15 @@ absl::Status Reader::HeartbeatOnce() {
     if (!TaskTargeted(t, target_, options_.worker_tag)) continue;
     listed_tasks_.push_back(t.task_id());
     if (auto known = tasks_.find(t.task_id()); known != tasks_.end()) {
-      if (!known->second.ended) known->second.splits_undelivered = t.splits_undelivered();
+      TaskState& ts = known->second;
+      if (!ts.ended) {
+        ts.splits_undelivered = t.splits_undelivered();
+      } else if (ts.dropped && t.splits_undelivered() > ts.splits_undelivered) {
+        // Splits handed to the dead worker after the heartbeat the drop counted from (the
+        // dispatcher was down meanwhile, say): they are lost too.
+        splits_lost_ += t.splits_undelivered() - ts.splits_undelivered;
+        ts.splits_undelivered = t.splits_undelivered();
+      }
       continue;
     }
     TaskState ts;
@@ -153,6 +162,7 @@ absl::Status Reader::HeartbeatOnce() {
       spdlog::warn("reader: skipping {} on worker {}: {}", TaskName(t.task_id()), t.worker_address(),
                    client.status().ToString());
       ts.ended = true;
+      ts.dropped = true;
       ++tasks_dropped_;
       dropped_workers_.insert(ts.address);
       splits_lost_ += ts.splits_undelivered;

@@ -116,7 +116,10 @@ class Reader {
     std::vector<HeldResponse> held;
     int failures = 0;
     absl::Time retry_after = absl::InfinitePast();
-    int64_t splits_undelivered = 0;  // as of the last heartbeat
+    // As of the last heartbeat; for a dropped task, what was counted lost (raised by later
+    // heartbeats that list more: splits handed out after the count, see HeartbeatOnce).
+    int64_t splits_undelivered = 0;
+    bool dropped = false;  // given up (worker unreachable), not ended by its stream
   };
 
   Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
