@@ -29,11 +29,9 @@ _FUNCTIONS = dict(_SCHEMA["functions"])
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 
-_DTYPE_NAMES = {
-    "bool": "BOOL", "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
-    "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64",
-    "float32": "FLOAT32", "float64": "FLOAT64", "string": "STRING", "bytes": "STRING",
-}
+# The DataType enum of proto/pipeline.proto, by numpy's names ("int64" -> "INT64"); "bytes" too.
+_DTYPE_NAMES = {name.lower(): name for name in _SCHEMA["enums"]["DataType"] if name != "DTYPE_UNSPECIFIED"}
+_DTYPE_NAMES["bytes"] = "STRING"
 
 
 def _dtype_name(value, where):

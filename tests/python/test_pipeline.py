@@ -187,3 +187,34 @@ def test_decode_jpeg_roundtrip(tmpdir_path):
 def test_bad_input_is_a_clear_error(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call()
+
+
+def test_every_function_kind_of_the_proto_is_in_fn():
+    proto = open(os.path.join(SOURCE_DIR, "proto", "pipeline.proto")).read()
+    block = proto[proto.index("message Function {"):proto.index("message ParseExample")]
+    kinds = re.findall(r"^\s+\w+ (\w+) = \d+;", block, re.M)
+    assert len(kinds) >= 15
+    for kind in kinds:
+        assert callable(getattr(fn, kind)), kind
+
+
+def test_the_ops_and_functions_not_run_elsewhere(tmp_path):
+    text = tmp_path / "lines.txt"
+    text.write_text("a\nbb\nccc\n")
+    assert list(Pipeline.text_line(str(text))) == [b"a", b"bb", b"ccc"]
+    assert list(Pipeline.range(6).batch(3).unbatch()) == list(range(6))
+    assert list(Pipeline.range(10).skip(2).take(3)) == [2, 3, 4]
+    assert list(Pipeline.range(4).prefetch(2)) == [0, 1, 2, 3]
+    assert list(Pipeline.range(3).cache().repeat(2)) == [0, 1, 2, 0, 1, 2]
+    cached = tmp_path / "cache.bin"
+    assert list(Pipeline.range(3).cache(filename=str(cached)).repeat(2)) == [0, 1, 2, 0, 1, 2]
+    assert cached.exists()
+    assert list(Pipeline.range(10).shard(num_shards=3, index=1)) == [1, 4, 7]
+    image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    (crop,) = list(Pipeline.from_tensor_slices(image[None]).map(fn.center_crop(height=2, width=2)))
+    assert crop.shape == (2, 2, 3) and (crop == image[1:3, 2:4]).all()
+    flips = [a for a in Pipeline.from_tensor_slices(np.repeat(image[None], 16, 0)).map(
+        fn.random_flip_left_right(seed=3))]
+    assert all((a == image).all() or (a == image[:, ::-1]).all() for a in flips)
+    assert any((a == image[:, ::-1]).all() for a in flips) and any((a == image).all() for a in flips)
+    assert list(Pipeline.range(3).map(fn.spin(10))) == [0, 1, 2]
