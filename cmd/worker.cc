@@ -82,7 +82,7 @@ int RunWorker(const WorkerFlags& f) {
     spdlog::info("no job active for {}: exiting (--exit-when-idle)", absl::FormatDuration(*idle_limit));
     return true;
   });
-  server.Stop();
+  server.Leave();  // tells the dispatcher, which stops assigning it work at once
   return kExitOk;
 }
 

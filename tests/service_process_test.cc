@@ -457,3 +457,27 @@ TEST_CASE("processes: unreachable addresses and bad flags fail fast with clear e
   auto seed = RunTfdata({"local", SourcePath("examples/range.pbtxt")});
   CHECK(seed.out == "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
 }
+
+TEST_CASE("processes: a worker stopped with SIGTERM leaves at once, and later reads do not ask it",
+          "[service][process][leave]") {
+  TempDir dir;
+  // The default --worker-timeout (10 min): only the worker's own word can remove it this soon.
+  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port")}, dir.Join("d"));
+  const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+  auto workers = StartWorkers(dir, addr, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  workers[1]->Signal(SIGTERM);
+  CHECK(workers[1]->Wait() == 0);
+  CHECK_THAT(workers[1]->err(), Catch::Contains("left the dispatcher"));
+  WriteFile(dir.Join("p.pbtxt"), "op { range { stop: 500 } }");
+  for (int read = 0; read < 2; ++read) {
+    auto r = RunTfdata({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--format", "null"});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);  // the one worker's whole pass; nothing dropped, no warning
+    CHECK_THAT(r.err, Catch::Contains("500 elements"));
+    CHECK_THAT(r.err, !Catch::Contains("dropped"));
+  }
+  dispatcher.Signal(SIGTERM);
+  dispatcher.Wait();
+  CHECK_THAT(dispatcher.err(), Catch::Contains("left; its 0 task(s) removed"));
+}

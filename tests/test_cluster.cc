@@ -95,6 +95,11 @@ void TestCluster::StopWorker(size_t index) {
   --running_;
 }
 
+void TestCluster::LeaveWorker(size_t index) {
+  workers_.at(index)->Leave();
+  --running_;
+}
+
 void TestCluster::RestartWorker(size_t index) {
   workers_.at(index) = StartWorker();
   ++running_;

@@ -33,7 +33,10 @@ class TestCluster {
   service::WorkerServer& StartUnlistedWorker();
   // `n` distinct loopback ports that were free a moment ago (for fixed worker lists).
   static std::vector<int> FreePorts(int n);
+  // Stops a worker as a crash would (the dispatcher finds out at the worker timeout).
   void StopWorker(size_t index);
+  // Stops a worker the way SIGTERM does: it tells the dispatcher that it leaves.
+  void LeaveWorker(size_t index);
   // Starts a stopped worker again (on a new port: a new worker to the dispatcher).
   void RestartWorker(size_t index);
   service::WorkerServer& worker(size_t index) { return *workers_.at(index); }

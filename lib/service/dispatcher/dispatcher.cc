@@ -309,6 +309,9 @@ absl::StatusOr<int64_t> Dispatcher::CurrentIterationLocked(int64_t job_id) {
     if (auto st = ApplyLocked(u); !st.ok()) return st;
     iteration_unclaimed_since_[c->iteration_id()] = absl::Now();
     for (const std::string& w : state_.Workers()) {
+      // A suspected worker (readers could not reach it, and it has not heartbeated since) gets its
+      // task at its next heartbeat, if it ever comes (AssignTasksLocked).
+      if (SuspectedLocked(w)) continue;
       if (auto st = CreateTaskLocked(c->iteration_id(), w); !st.ok()) return st;
     }
   }
@@ -356,6 +359,14 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
                                             " (released after --client-timeout, or the dispatcher restarted)"));
   }
   client_last_seen_[req.client_id()] = absl::Now();
+  for (const std::string& w : req.unreachable_workers()) {
+    if (!state_.WorkerKnown(w)) continue;
+    if (++unreachable_reports_[w] == kSuspectAfterReports) {
+      spdlog::warn("dispatcher: worker {} suspected: readers could not reach it, and it has not heartbeated since; "
+                   "new jobs get no task on it until it heartbeats again",
+                   w);
+    }
+  }
   resp->set_incarnation_id(incarnation_id_);
   resp->set_fault_tolerant(journal_ != nullptr);
   const auto* iteration = state_.FindIteration(*iteration_id);
@@ -470,6 +481,9 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
                  tags.empty() ? "" : absl::StrCat(" (tags: ", absl::StrJoin(tags, ", "), ")"));
   }
   worker_last_seen_[worker] = absl::Now();
+  if (unreachable_reports_.erase(worker) > 0 && !req.leaving()) {
+    spdlog::info("dispatcher: worker {} heartbeated: no longer suspected", worker);
+  }
   resp->set_incarnation_id(incarnation_id_);
   resp->set_fault_tolerant(journal_ != nullptr);
   for (int64_t t : req.finished_tasks()) {
@@ -488,6 +502,7 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     u.mutable_deliver_splits()->set_splits_delivered(std::min(p.splits_delivered(), task->splits_assigned));
     if (auto st = ApplyLocked(u); !st.ok()) return st;
   }
+  if (req.leaving()) return LeaveLocked(req);
   if (auto st = AssignTasksLocked(worker); !st.ok()) return st;
 
   const std::vector<int64_t> assigned = state_.TasksOfWorker(worker);
@@ -504,6 +519,57 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
   return absl::OkStatus();
 }
 
+bool Dispatcher::SuspectedLocked(const std::string& worker) const {
+  auto it = unreachable_reports_.find(worker);
+  return it != unreachable_reports_.end() && it->second >= kSuspectAfterReports;
+}
+
+absl::Status Dispatcher::LeaveLocked(const WorkerHeartbeatRequest& req) {
+  const std::string& worker = req.worker_address();
+  std::map<int64_t, int64_t> started;
+  for (const TaskProgress& p : req.task_progress()) started[p.task_id()] = p.splits_started();
+  int64_t returned = 0;
+  for (int64_t t : state_.TasksOfWorker(worker)) {
+    const auto* task = state_.FindTask(t);
+    auto s = started.find(t);
+    if (s == started.end() || task->splits_assigned <= s->second) continue;
+    // The splits received and not started are the tail of the last assignment (the worker asks for
+    // the next batch only when it has started every split of the last one).
+    std::vector<int64_t> tail = state_.ReturnableSplits(*task);
+    const int64_t unstarted = std::min<int64_t>(task->splits_assigned - s->second, static_cast<int64_t>(tail.size()));
+    tail.erase(tail.begin(), tail.end() - unstarted);
+    if (tail.empty() || !state_.EpochOpenElsewhere(task->iteration_id, task->last_epoch, t)) continue;
+    Update u;
+    auto* r = u.mutable_return_splits();
+    r->set_task_id(t);
+    r->set_epoch(task->last_epoch);
+    for (int64_t i : tail) r->add_indices(i);
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    returned += static_cast<int64_t>(tail.size());
+  }
+  RemoveWorkerLocked(worker, returned > 0 ? absl::StrCat("left; ", returned, " split(s) it had not started go to other workers")
+                                          : std::string("left"));
+  return absl::OkStatus();
+}
+
+void Dispatcher::RemoveWorkerLocked(const std::string& worker, const std::string& why) {
+  worker_last_seen_.erase(worker);
+  unreachable_reports_.erase(worker);
+  Update u;
+  u.mutable_remove_worker()->set_worker_address(worker);
+  const std::vector<int64_t> tasks = state_.TasksOfWorker(worker);
+  AddTaskEndsLocked(tasks, u.mutable_remove_worker());
+  int64_t lost = 0;
+  for (int64_t t : tasks) {
+    const auto* task = state_.FindTask(t);
+    lost += task->splits_assigned - task->splits_delivered;
+  }
+  if (ApplyLocked(u).ok()) {
+    spdlog::warn("dispatcher: worker {} {}; its {} task(s) removed{}", worker, why, tasks.size(),
+                 lost > 0 ? absl::StrCat("; ", lost, " split(s) it held are lost") : "");
+  }
+}
+
 void Dispatcher::CheckTimeouts(absl::Time now) {
   absl::MutexLock lock(&mu_);
   if (!state_.ActiveIterations().empty() || !state_.ClientIds().empty()) last_active_ = now;
@@ -513,21 +579,8 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
       continue;
     }
     const std::string worker = it->first;
-    it = worker_last_seen_.erase(it);
-    Update u;
-    u.mutable_remove_worker()->set_worker_address(worker);
-    const std::vector<int64_t> tasks = state_.TasksOfWorker(worker);
-    AddTaskEndsLocked(tasks, u.mutable_remove_worker());
-    int64_t lost = 0;
-    for (int64_t t : tasks) {
-      const auto* task = state_.FindTask(t);
-      lost += task->splits_assigned - task->splits_delivered;
-    }
-    if (ApplyLocked(u).ok()) {
-      spdlog::warn("dispatcher: worker {} lost (silent for more than {}); its {} task(s) removed{}", worker,
-                   absl::FormatDuration(config_.worker_timeout), tasks.size(),
-                   lost > 0 ? absl::StrCat("; ", lost, " split(s) it held are lost") : "");
-    }
+    ++it;  // RemoveWorkerLocked erases the entry
+    RemoveWorkerLocked(worker, absl::StrCat("lost (silent for more than ", absl::FormatDuration(config_.worker_timeout), ")"));
   }
   for (auto it = client_last_seen_.begin(); it != client_last_seen_.end();) {
     const int64_t client = it->first;
@@ -583,18 +636,42 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
   if (!plan.ok()) return plan.status();
   if (req.splits_received() < task->splits_assigned) {
     // The answer to the task's last request never arrived: send the same splits again.
-    if (req.splits_received() + task->last_count == task->splits_assigned && req.epoch() == task->last_epoch) {
-      for (int64_t i = task->last_first; i < task->last_first + task->last_count; ++i) *resp->add_splits() = (*plan)->Get(i);
+    const std::vector<int64_t>& pooled = task->last_indices;
+    const int64_t last_count = pooled.empty() ? task->last_count : static_cast<int64_t>(pooled.size());
+    if (req.splits_received() + last_count == task->splits_assigned && req.epoch() == task->last_epoch) {
+      for (int64_t i : pooled) *resp->add_splits() = (*plan)->Get(i);
+      for (int64_t i = task->last_first; pooled.empty() && i < task->last_first + task->last_count; ++i) {
+        *resp->add_splits() = (*plan)->Get(i);
+      }
       return absl::OkStatus();
     }
     return absl::FailedPreconditionError(absl::StrCat("get splits: ", TaskName(req.task_id()), " reports ",
                                                       req.splits_received(), " splits received of ",
                                                       task->splits_assigned, " handed out"));
   }
+  const int64_t max_splits = std::max(req.max_splits(), 1);
+  // Splits a leaving worker gave back go first.
+  if (auto pool = iteration->returned_splits.find(req.epoch()); pool != iteration->returned_splits.end()) {
+    Update u;
+    auto* a = u.mutable_assign_splits();
+    a->set_task_id(req.task_id());
+    a->set_epoch(req.epoch());
+    const int64_t n = std::min<int64_t>(max_splits, static_cast<int64_t>(pool->second.size()));
+    for (int64_t k = 0; k < n; ++k) a->add_indices(pool->second[k]);
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    for (int64_t i : a->indices()) *resp->add_splits() = (*plan)->Get(i);
+    return absl::OkStatus();
+  }
   auto next_it = iteration->next_split.find(req.epoch());
   const int64_t next = next_it == iteration->next_split.end() ? 0 : next_it->second;
-  const int64_t count = std::min<int64_t>(std::max(req.max_splits(), 1), (*plan)->num_splits() - next);
+  const int64_t count = std::min<int64_t>(max_splits, (*plan)->num_splits() - next);
   if (count <= 0) {
+    if (task->epochs_ended <= req.epoch()) {  // recorded once: splits returned later skip this task
+      Update u;
+      u.mutable_end_splits()->set_task_id(req.task_id());
+      u.mutable_end_splits()->set_epoch(req.epoch());
+      if (auto st = ApplyLocked(u); !st.ok()) return st;
+    }
     resp->set_end_of_splits(true);
     return absl::OkStatus();
   }

@@ -117,6 +117,14 @@ class Dispatcher {
   absl::Status AssignTasksLocked(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CreateTaskLocked(int64_t iteration_id, const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status ReleaseClientLocked(int64_t client_id, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker's last heartbeat (leaving): gives back its tasks' unstarted splits where another
+  // task of the epoch can still take them, then removes the worker.
+  absl::Status LeaveLocked(const WorkerHeartbeatRequest& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes a worker and its tasks (journaled) and logs `why` with the splits lost.
+  void RemoveWorkerLocked(const std::string& worker, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Readers reported the worker unreachable kSuspectAfterReports times since it last heartbeated.
+  bool SuspectedLocked(const std::string& worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr int kSuspectAfterReports = 2;
   void FillTaskDef(int64_t task_id, TaskDef* def) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Coordinated reads (dispatcher_rounds.cc). The rotation of an iteration's tasks changes only at
@@ -145,6 +153,9 @@ class Dispatcher {
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> worker_last_seen_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::Time> client_last_seen_ ABSL_GUARDED_BY(mu_);
+  // Readers' reports of a worker they could not reach, since its last heartbeat (soft state:
+  // suspicion only keeps new iterations off a worker that is probably dead).
+  std::map<std::string, int> unreachable_reports_ ABSL_GUARDED_BY(mu_);
   // Coordinated reads: each client's consumer index and granted round limit, rebuilt from
   // heartbeats after a restart (soft state, like liveness).
   struct ClientRounds {

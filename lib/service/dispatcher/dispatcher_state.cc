@@ -30,13 +30,14 @@ auto* Find(Map& map, const Key& key) {
 #define TFD_JOB_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(dataset_id) SCALAR(mode) SCALAR(name) REPEATED(iterations) SCALAR(num_consumers) \
   SCALAR(cross_trainer_cache)
-// By hand: next_split, ended_tasks.
+// By hand: next_split, returned_splits, ended_tasks.
 #define TFD_ITERATION_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(job_id) SCALAR(repetition) REPEATED(tasks) REPEATED(clients) SCALAR(garbage_collected) \
   SCALAR(splits_lost)
 #define TFD_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(iteration_id) SCALAR(worker_address) SCALAR(finished) SCALAR(splits_assigned) \
-  SCALAR(splits_delivered) SCALAR(last_epoch) SCALAR(last_first) SCALAR(last_count) SCALAR(starting_round)
+  SCALAR(splits_delivered) SCALAR(last_epoch) SCALAR(last_first) SCALAR(last_count) SCALAR(starting_round) \
+  REPEATED(last_indices) SCALAR(epochs_ended)
 // By hand: the snapshot's id and iteration_id, the keys the ended task is stored under.
 #define TFD_ENDED_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(worker_address) SCALAR(starting_round) SCALAR(ending_round)
@@ -91,6 +92,8 @@ absl::Status DispatcherState::Apply(const Update& update) {
     case Update::kAssignSplits: return AssignSplits(update.assign_splits());
     case Update::kDeliverSplits: return DeliverSplits(update.deliver_splits());
     case Update::kSnapshot: return Restore(update.snapshot());
+    case Update::kReturnSplits: return ReturnSplits(update.return_splits());
+    case Update::kEndSplits: return EndSplits(update.end_splits());
     case Update::KIND_NOT_SET: break;
   }
   return Inconsistent("empty update record");
@@ -234,7 +237,24 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
   if (t == nullptr) return Inconsistent("splits for unknown " + TaskName(u.task_id()));
   Iteration* it = Find(iterations_, t->iteration_id);
   if (it == nullptr) return Inconsistent("splits for a task of an unknown iteration");
-  if (u.epoch() < 0 || u.count() <= 0) return Inconsistent("empty split assignment");
+  if (u.epoch() < 0) return Inconsistent("split assignment of a negative epoch");
+  if (u.indices_size() > 0) {  // from the epoch's pool of returned splits, front first
+    std::vector<int64_t>& pool = it->returned_splits[u.epoch()];
+    if (u.count() != 0 || static_cast<size_t>(u.indices_size()) > pool.size() ||
+        !std::equal(u.indices().begin(), u.indices().end(), pool.begin())) {
+      if (pool.empty()) it->returned_splits.erase(u.epoch());
+      return Inconsistent(absl::StrCat("returned splits of epoch ", u.epoch(), " handed out out of order"));
+    }
+    pool.erase(pool.begin(), pool.begin() + u.indices_size());
+    if (pool.empty()) it->returned_splits.erase(u.epoch());
+    t->splits_assigned += u.indices_size();
+    t->last_epoch = u.epoch();
+    t->last_first = 0;
+    t->last_count = 0;
+    t->last_indices.assign(u.indices().begin(), u.indices().end());
+    return absl::OkStatus();
+  }
+  if (u.count() <= 0) return Inconsistent("empty split assignment");
   int64_t& next = it->next_split[u.epoch()];
   if (u.first() != next) {
     return Inconsistent(absl::StrCat("splits of epoch ", u.epoch(), " out of order: ", u.first(), " after ", next));
@@ -244,6 +264,57 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
   t->last_epoch = u.epoch();
   t->last_first = u.first();
   t->last_count = u.count();
+  t->last_indices.clear();
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> DispatcherState::ReturnableSplits(const Task& task) const {
+  std::vector<int64_t> last = task.last_indices;
+  if (last.empty()) {
+    for (int64_t i = task.last_first; i < task.last_first + task.last_count; ++i) last.push_back(i);
+  }
+  const int64_t undelivered = task.splits_assigned - task.splits_delivered;
+  const int64_t n = std::min<int64_t>(std::max<int64_t>(undelivered, 0), static_cast<int64_t>(last.size()));
+  return {last.end() - n, last.end()};
+}
+
+bool DispatcherState::EpochOpenElsewhere(int64_t iteration_id, int64_t epoch, int64_t except) const {
+  const Iteration* it = FindIteration(iteration_id);
+  if (it == nullptr) return false;
+  for (int64_t id : it->tasks) {
+    const Task* t = FindTask(id);
+    if (id != except && t != nullptr && !t->finished && t->epochs_ended <= epoch) return true;
+  }
+  return false;
+}
+
+absl::Status DispatcherState::ReturnSplits(const ReturnSplitsUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("splits returned by unknown " + TaskName(u.task_id()));
+  Iteration* it = Find(iterations_, t->iteration_id);
+  if (it == nullptr) return Inconsistent("splits returned by a task of an unknown iteration");
+  const std::vector<int64_t> returnable = ReturnableSplits(*t);
+  const size_t n = u.indices_size();
+  if (n == 0 || u.epoch() != t->last_epoch || n > returnable.size() ||
+      !std::equal(u.indices().begin(), u.indices().end(), returnable.end() - n)) {
+    return Inconsistent(absl::StrCat(TaskName(u.task_id()), " returns splits it did not receive last"));
+  }
+  t->splits_assigned -= n;
+  if (t->last_indices.empty()) {
+    t->last_count -= n;
+  } else {
+    t->last_indices.resize(t->last_indices.size() - n);
+  }
+  std::vector<int64_t>& pool = it->returned_splits[u.epoch()];
+  pool.insert(pool.end(), u.indices().begin(), u.indices().end());
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::EndSplits(const EndSplitsUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("end of splits for unknown " + TaskName(u.task_id()));
+  if (u.epoch() < t->epochs_ended) return Inconsistent("end of splits of an epoch already ended");
+  t->epochs_ended = u.epoch() + 1;
   return absl::OkStatus();
 }
 
@@ -272,6 +343,11 @@ StateSnapshot DispatcherState::Snapshot() const {
       auto* e = o->add_next_split();
       e->set_epoch(epoch);
       e->set_next_split(next);
+    }
+    for (const auto& [epoch, indices] : it.returned_splits) {
+      auto* e = o->add_returned_splits();
+      e->set_epoch(epoch);
+      for (int64_t i : indices) e->add_indices(i);
     }
     for (const auto& [task_id, e] : it.ended_tasks) {
       auto* t = s.add_ended_tasks();
@@ -316,6 +392,7 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
     Iteration it;
     FromSnapshot(i, it);
     for (const auto& e : i.next_split()) it.next_split[e.epoch()] = e.next_split();
+    for (const auto& e : i.returned_splits()) it.returned_splits[e.epoch()] = {e.indices().begin(), e.indices().end()};
     r.iterations_[it.id] = std::move(it);
   }
   for (const auto& t : s.tasks()) {

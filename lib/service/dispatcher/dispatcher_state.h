@@ -64,6 +64,8 @@ class DispatcherState {
     bool garbage_collected = false;
     // distributed_epoch: per epoch, the next split to hand out; splits lost with dead workers.
     std::map<int64_t, int64_t> next_split;
+    // Per epoch, splits a leaving worker gave back, handed out before next_split's.
+    std::map<int64_t, std::vector<int64_t>> returned_splits;
     int64_t splits_lost = 0;
     std::map<int64_t, EndedTask> ended_tasks;  // by task id
   };
@@ -76,8 +78,12 @@ class DispatcherState {
     // worker reported delivered in full.
     int64_t splits_assigned = 0;
     int64_t splits_delivered = 0;
-    // The last assignment, to repeat it when its answer was lost.
+    // The last assignment, to repeat it when its answer was lost: [last_first, last_first +
+    // last_count) of last_epoch, or last_indices when it came from the returned splits.
     int64_t last_epoch = -1, last_first = 0, last_count = 0;
+    std::vector<int64_t> last_indices;
+    // The task was told that epochs below this have no splits left.
+    int64_t epochs_ended = 0;
     int64_t starting_round = 0;  // coordinated reads
   };
 
@@ -106,6 +112,11 @@ class DispatcherState {
   // All live tasks finished (and there is at least one).
   bool IterationFinished(int64_t iteration_id) const;
   bool HasTaskOnWorker(int64_t iteration_id, const std::string& address) const;
+  // distributed_epoch: the splits a task received last and could give back (the tail of its last
+  // assignment that is not delivered), in hand-out order.
+  std::vector<int64_t> ReturnableSplits(const Task& task) const;
+  // Whether a live task of the iteration other than `except` may still ask for splits of `epoch`.
+  bool EpochOpenElsewhere(int64_t iteration_id, int64_t epoch, int64_t except) const;
 
   // Id allocation: the next unused id of each kind (ids are never reused).
   int64_t NextJobId() const { return next_job_id_; }
@@ -128,6 +139,8 @@ class DispatcherState {
   absl::Status GarbageCollectIteration(const GarbageCollectIterationUpdate& u);
   absl::Status AssignSplits(const AssignSplitsUpdate& u);
   absl::Status DeliverSplits(const DeliverSplitsUpdate& u);
+  absl::Status ReturnSplits(const ReturnSplitsUpdate& u);
+  absl::Status EndSplits(const EndSplitsUpdate& u);
   absl::Status Restore(const StateSnapshot& s);
 
   std::map<std::string, Dataset> datasets_;

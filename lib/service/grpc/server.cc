@@ -84,6 +84,11 @@ absl::Status WorkerServer::Start() {
   return absl::OkStatus();
 }
 
+void WorkerServer::Leave() {
+  if (worker_) worker_->Leave();
+  Stop();
+}
+
 void WorkerServer::Stop() {
   // The core first: its tasks stop, so calls waiting for elements return at once.
   if (worker_) worker_->Stop();

@@ -51,7 +51,10 @@ class WorkerServer {
   ~WorkerServer() { Stop(); }
 
   absl::Status Start();
+  // Stops at once, as a crash would look to the dispatcher (Worker::Stop).
   void Stop();
+  // Leaves the cluster first (Worker::Leave: the dispatcher removes it at once), then stops.
+  void Leave();
   int port() const { return port_; }
   const std::string& address() const { return address_; }
   Worker* worker() { return worker_.get(); }

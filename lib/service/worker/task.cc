@@ -26,9 +26,11 @@ Task::Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dis
       policy_(MakeServingPolicy(def_, config, buffer_)),
       thread_([this] { Produce(); }) {}
 
-Task::~Task() {
+Task::~Task() { Stop(); }
+
+void Task::Stop() {
   Cancel();
-  thread_.join();
+  std::call_once(joined_, [this] { thread_.join(); });
 }
 
 void Task::Cancel() {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -39,6 +40,10 @@ class Task {
 
   // Stops producing; calls waiting in Get return NotFound at once.
   void Cancel();
+  // Cancel(), and waits until the producer thread has ended (so SplitsStarted() is final).
+  void Stop();
+  // distributed_epoch: how many of the task's splits its pipeline has begun.
+  int64_t SplitsStarted() const { return splits_ ? splits_->started() : 0; }
 
   const TaskDef& def() const { return def_; }
   bool distributed() const { return splits_ != nullptr; }
@@ -70,6 +75,7 @@ class Task {
   const std::unique_ptr<ServingPolicy> policy_;  // serves from buffer_, so declared after it
   absl::Mutex compression_mu_;
   std::optional<bool> auto_compress_ ABSL_GUARDED_BY(compression_mu_);
+  std::once_flag joined_;
   std::thread thread_;  // last: starts once every other member is built
 };
 

@@ -32,6 +32,39 @@ void Worker::Stop() {
   tasks.clear();  // joins the producer threads outside mu_
 }
 
+void Worker::Leave() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();  // no heartbeat after the last one
+  std::map<int64_t, std::shared_ptr<Task>> tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    tasks = tasks_;
+  }
+  for (auto& [id, task] : tasks) task->Stop();  // the splits started are final now
+  WorkerHeartbeatRequest req;
+  req.set_worker_address(config_.worker_address);
+  req.set_leaving(true);
+  for (const auto& [id, task] : tasks) {
+    req.add_current_tasks(id);
+    if (!task->distributed()) continue;
+    TaskProgress* p = req.add_task_progress();
+    p->set_task_id(id);
+    p->set_splits_delivered(task->SplitsDelivered());
+    p->set_splits_started(task->SplitsStarted());
+  }
+  tasks.clear();
+  WorkerHeartbeatResponse resp;
+  if (auto st = dispatcher_->WorkerHeartbeat(req, &resp); st.ok()) {
+    spdlog::info("worker {}: left the dispatcher", config_.worker_address);
+  } else {
+    spdlog::warn("worker {}: could not tell the dispatcher it is leaving ({}); it will find out after its "
+                 "--worker-timeout",
+                 config_.worker_address, st.ToString());
+  }
+  Stop();
+}
+
 absl::Duration Worker::IdleFor(absl::Time now) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [id, task] : tasks_) {

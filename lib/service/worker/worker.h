@@ -43,7 +43,14 @@ class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint
   void SetAddress(std::string address) { config_.worker_address = std::move(address); }
   // Registers the worker for the in-process data plane under its address and starts heartbeating.
   void Start();
+  // Ends at once, as if the worker had died: the dispatcher finds out at --worker-timeout (or
+  // sooner, from readers' reports). For tests of failures, and the destructor.
   void Stop();
+  // Leaves the cluster (SIGTERM): stops heartbeating and producing, then tells the dispatcher in
+  // a last heartbeat (bounded by the dispatcher client's deadline), which removes the worker and
+  // its tasks and gives the distributed_epoch splits it had not started to other workers; then
+  // Stop(). A dispatcher that cannot be reached only delays the exit by that deadline.
+  void Leave();
 
   // `remote_peer`: the request came from another host (COMPRESSION_AUTO compresses only then).
   absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req, bool remote_peer = false);
