@@ -100,10 +100,17 @@ class PyWorkerServer {
     }
     RaiseIfError(st);
   }
-  ~PyWorkerServer() { Stop(); }
-  void Stop() {
+  ~PyWorkerServer() { Stop(false); }
+  // leave: tell the dispatcher first (WorkerServer::Leave); otherwise stop as a crash would.
+  void Stop(bool leave) {
     nb::gil_scoped_release release;
-    if (server_ != nullptr && !stopped_) server_->Stop();
+    if (server_ != nullptr && !stopped_) {
+      if (leave) {
+        server_->Leave();
+      } else {
+        server_->Stop();
+      }
+    }
     stopped_ = true;
   }
   int port() const { return server_->port(); }
@@ -269,7 +276,7 @@ void BindService(nb::module_& m) {
       .def_prop_ro("address", &PyWorkerServer::address)
       .def_prop_ro("num_tasks", &PyWorkerServer::num_tasks)
       .def_prop_ro("stopped", &PyWorkerServer::stopped)
-      .def("stop", &PyWorkerServer::Stop);
+      .def("stop", &PyWorkerServer::Stop, "leave"_a = true);
   m.def("register_dataset", &RegisterDataset, "address"_a, "text"_a, "name"_a, "dataset_id"_a, "compression"_a);
   m.def("dataset_info", &DatasetInfo, "address"_a, "dataset_id"_a);
   m.def("open_reader", &OpenReader, "address"_a, "dataset_id"_a, "mode"_a, "job_name"_a, "num_consumers"_a,

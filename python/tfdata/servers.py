@@ -222,6 +222,15 @@ class WorkerServer(_Server):
             max_task_memory_bytes=0 if memory is None else memory,
             allowed_paths=_paths(c.allowed_paths))
 
+    def stop(self, leave=True):
+        """Stops the worker. Idempotent. `leave` (the default): it first tells the dispatcher, which
+        removes it and its tasks at once (readers stop asking it; in distributed_epoch the splits
+        it had not started go to other workers), as ``tfdata worker`` does on SIGTERM. With
+        ``leave=False`` it stops as a crash would: the dispatcher finds out after
+        ``worker_timeout_ms`` or from readers' reports."""
+        if self._native_server is not None:
+            self._native_server.stop(leave=leave)
+
     @property
     def worker_address(self):
         """The address the worker gives the dispatcher and readers (``"localhost:PORT"``)."""

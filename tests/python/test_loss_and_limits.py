@@ -65,7 +65,7 @@ def test_a_read_of_only_unreachable_workers_is_an_error_with_the_cli_message():
     try:
         dataset_id = tfdata.register_dataset(c.target, Pipeline.range(10))
         dead = c.workers[0].worker_address
-        c.workers[0].stop()  # still registered: the dispatcher lists it until --worker-timeout
+        c.workers[0].stop(leave=False)  # a crash: the dispatcher lists it until --worker-timeout
         with pytest.raises(tfdata.UnavailableError) as e:
             list(tfdata.from_dataset_id("parallel_epochs", c.target, dataset_id))
         assert dead in str(e.value)
@@ -139,3 +139,25 @@ def test_run_max_memory():
 def test_write_tfrecord_refuses_a_single_string(tmp_path):
     with pytest.raises(TypeError, match="records"):
         tfdata.io.write_tfrecord(str(tmp_path / "x.tfrecord"), "abc")
+
+
+def test_a_worker_that_leaves_is_removed_at_once_and_one_that_crashes_is_not():
+    c = Cluster(num_workers=3)
+    try:
+        assert c.dispatcher.num_workers == 3
+        c.workers[0].stop()  # leave=True: it tells the dispatcher
+        assert c.dispatcher.num_workers == 2
+        c.workers[1].stop(leave=False)  # as a crash: listed until worker_timeout_ms
+        assert c.dispatcher.num_workers == 2
+        # A new read is not given the worker that left.
+        ds = Pipeline.range(5).apply(tfdata.distribute("parallel_epochs", c.target))
+        it = iter(ds)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = list(it)
+        # The crashed one is still listed: its task is dropped (that loss is reported).
+        assert sorted(got) == list(range(5))
+        assert it.stats()["dropped_workers"] == [c.workers[1].worker_address]
+        assert any(issubclass(w.category, tfdata.DataLossWarning) for w in caught)
+    finally:
+        c.stop()

@@ -388,9 +388,8 @@ def test_servers_api(tmpdir_path):
     # A fault-tolerant dispatcher restarted on the same work_dir knows the dataset.
     d2 = tfdata.DispatchServer(host="127.0.0.1", work_dir=tmpdir_path, fault_tolerant_mode=True)
     with tfdata.WorkerServer(d2, host="127.0.0.1", heartbeat_interval_ms=100):
-        # The journal brings back the stopped worker too, until it times out: wait for the new one,
-        # or the job's only task may be on the dead worker (a read that ends empty: issue 16).
-        wait_for(lambda: d2.num_workers == 2)
+        # The stopped worker left (journaled): the restarted dispatcher knows only the new one.
+        wait_for(lambda: d2.num_workers == 1)
         assert read_all(tfdata.from_dataset_id("parallel_epochs", d2, dataset_id)) == [0, 1, 2]
     d2.stop()
     with tfdata.DispatchServer(start=False) as lazy:
