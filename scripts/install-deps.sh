@@ -8,6 +8,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcli11-dev libfmt-dev libspdlog-dev catch2
   zlib1g-dev libsnappy-dev libjpeg62-turbo-dev libxxhash-dev
+  libssl-dev openssl  # TLS: certificate checks (tfdata_grpc); the security tests make certificates
   python3 python3-dev python3-venv python3-pip
 )
 # The optional checks (clang -Wthread-safety build, sanitizers, libFuzzer) also need clang.

@@ -5,14 +5,17 @@
 
 namespace tfdata::service {
 
-#define TFD_ADAPT(Method, Req, Resp)                                                                 \
-  grpc::Status GrpcDispatcherService::Method(grpc::ServerContext*, const Req* req, Resp* resp) {   \
-    return ToGrpcStatus(dispatcher_->Method(*req, resp));                                           \
-  }                                                                                                 \
-  absl::Status GrpcDispatcherClient::Method(const Req& req, Resp* resp) {                          \
-    grpc::ClientContext ctx;                                                                        \
-    SetTimeout(&ctx, timeout_);                                                                     \
-    return FromGrpcStatus(stub_->Method(&ctx, req, resp), "dispatcher " + address_ + ": " #Method); \
+#define TFD_ADAPT(Method, Req, Resp)                                                                          \
+  grpc::Status GrpcDispatcherService::Method(grpc::ServerContext* ctx, const Req* req, Resp* resp) {          \
+    if (grpc::Status auth = CheckAuthToken(*ctx, security_.get()); !auth.ok()) return auth;                   \
+    return ToGrpcStatus(dispatcher_->Method(*req, resp));                                                    \
+  }                                                                                                          \
+  absl::Status GrpcDispatcherClient::Method(const Req& req, Resp* resp) {                                   \
+    grpc::ClientContext ctx;                                                                                 \
+    SetTimeout(&ctx, timeout_);                                                                              \
+    AddAuthToken(&ctx, security_.get());                                                                     \
+    return ExplainSecurityError(FromGrpcStatus(stub_->Method(&ctx, req, resp), "dispatcher " + address_ + ": " #Method), \
+                                security_.get());                                                            \
   }
 
 TFD_ADAPT(RegisterDataset, RegisterDatasetRequest, RegisterDatasetResponse)
@@ -25,7 +28,14 @@ TFD_ADAPT(GetSplits, GetSplitsRequest, GetSplitsResponse)
 #undef TFD_ADAPT
 
 GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address, absl::Duration timeout)
-    : address_(address), timeout_(timeout), stub_(DispatcherService::NewStub(MakeChannel(address))) {
+    : GrpcDispatcherClient(address, GetClientSecurity(), timeout) {}
+
+GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address, std::shared_ptr<const Security> security,
+                                           absl::Duration timeout)
+    : address_(address),
+      timeout_(timeout),
+      security_(std::move(security)),
+      stub_(DispatcherService::NewStub(MakeChannel(address, security_.get()))) {
   RegisterGrpcTransport();  // the readers that use this client fetch from workers over "grpc"
 }
 

@@ -8,14 +8,17 @@
 #include "absl/time/time.h"
 #include "lib/service/dispatcher/dispatcher.h"
 #include "lib/service/common/dispatcher_client.h"
+#include "lib/service/grpc/security.h"
 #include "proto/service.grpc.pb.h"
 
 namespace tfdata::service {
 
-// Thread-safe; `dispatcher` must outlive it.
+// Thread-safe; `dispatcher` must outlive it. Every call must carry `security`'s token, if it has
+// one (null: no check).
 class GrpcDispatcherService final : public DispatcherService::Service {
  public:
-  explicit GrpcDispatcherService(Dispatcher* dispatcher) : dispatcher_(dispatcher) {}
+  explicit GrpcDispatcherService(Dispatcher* dispatcher, std::shared_ptr<const Security> security = nullptr)
+      : dispatcher_(dispatcher), security_(std::move(security)) {}
 
   grpc::Status RegisterDataset(grpc::ServerContext*, const RegisterDatasetRequest* req,
                                RegisterDatasetResponse* resp) override;
@@ -32,12 +35,17 @@ class GrpcDispatcherService final : public DispatcherService::Service {
 
  private:
   Dispatcher* const dispatcher_;
+  const std::shared_ptr<const Security> security_;
 };
 
 // Thread-safe. Every call has a deadline of `timeout`; failures to reach the dispatcher name it.
+// Connects with `security` (TLS, token), or without one with the process-wide client security as
+// it is at construction (GetClientSecurity()).
 class GrpcDispatcherClient final : public DispatcherClient {
  public:
   explicit GrpcDispatcherClient(const std::string& address, absl::Duration timeout = absl::Seconds(5));
+  GrpcDispatcherClient(const std::string& address, std::shared_ptr<const Security> security,
+                       absl::Duration timeout = absl::Seconds(5));
 
   absl::Status RegisterDataset(const RegisterDatasetRequest& req, RegisterDatasetResponse* resp) override;
   absl::Status GetDataset(const GetDatasetRequest& req, GetDatasetResponse* resp) override;
@@ -50,6 +58,7 @@ class GrpcDispatcherClient final : public DispatcherClient {
  private:
   const std::string address_;
   const absl::Duration timeout_;
+  const std::shared_ptr<const Security> security_;
   std::unique_ptr<DispatcherService::Stub> stub_;
 };
 

@@ -23,10 +23,13 @@ absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view what) {
                                                               : "unreachable",
                                            " (", status.error_message(), ")"));
   }
+  if (code == absl::StatusCode::kUnauthenticated && !what.empty()) {
+    return absl::Status(code, absl::StrCat(std::string(what), ": ", status.error_message()));
+  }
   return absl::Status(code, status.error_message());
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, const Security* security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -34,7 +37,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, MakeChannelCredentials(security), args);
 }
 
 void SetTimeout(grpc::ClientContext* ctx, absl::Duration timeout) {

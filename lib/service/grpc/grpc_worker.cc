@@ -106,6 +106,9 @@ void GrpcWorkerService::Loop() {
 
 void GrpcWorkerService::Serve(Call* call) {
   call->finishing = true;
+  if (grpc::Status auth = CheckAuthToken(call->ctx, security_.get()); !auth.ok()) {
+    return call->responder.FinishWithError(auth, call);
+  }
   GetElementsRequest req;
   if (!req.ParseFromString(Flatten(call->request))) {
     call->responder.FinishWithError(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "malformed GetElementsRequest"),
@@ -123,13 +126,14 @@ void GrpcWorkerService::Serve(Call* call) {
   call->responder.Finish(response, grpc::Status::OK, call);
 }
 
-GrpcDataTransferClient::GrpcDataTransferClient(const std::string& address)
-    : address_(address), stub_(MakeChannel(address)) {}
+GrpcDataTransferClient::GrpcDataTransferClient(const std::string& address, std::shared_ptr<const Security> security)
+    : address_(address), security_(std::move(security)), stub_(MakeChannel(address, security_.get())) {}
 
 absl::StatusOr<GetElementsResult> GrpcDataTransferClient::GetElements(const GetElementsRequest& req) {
   grpc::ClientContext ctx;
   // The worker may wait up to the request's timeout for an element; allow for transfer on top.
   SetTimeout(&ctx, absl::Milliseconds(req.timeout_ms() > 0 ? req.timeout_ms() : 1000) + absl::Seconds(10));
+  AddAuthToken(&ctx, security_.get());
   grpc::Slice request_slice(req.SerializeAsString());
   grpc::ByteBuffer request(&request_slice, 1);
   grpc::ByteBuffer response;
@@ -140,7 +144,7 @@ absl::StatusOr<GetElementsResult> GrpcDataTransferClient::GetElements(const GetE
     done.Notify();
   });
   done.WaitForNotification();
-  if (auto st = FromGrpcStatus(status, "worker " + address_); !st.ok()) return st;
+  if (auto st = FromGrpcStatus(status, "worker " + address_); !st.ok()) return ExplainSecurityError(st, security_.get());
   std::vector<grpc::Slice> slices;
   if (response.Valid() && !response.Dump(&slices).ok()) {
     return absl::DataLossError(absl::StrCat("worker ", address_, ": unreadable response"));
@@ -157,7 +161,7 @@ void RegisterGrpcTransport() {
   // Once: a function-local static is initialized exactly once, even with concurrent callers.
   static const bool registered = [] {
     RegisterTransport("grpc", [](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
-      return std::make_unique<GrpcDataTransferClient>(address);
+      return std::make_unique<GrpcDataTransferClient>(address, GetClientSecurity());
     });
     return true;
   }();

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "lib/service/common/data_transfer.h"
+#include "lib/service/grpc/security.h"
 #include "lib/service/worker/worker.h"
 #include "proto/service.grpc.pb.h"
 
@@ -24,10 +25,12 @@ namespace tfdata::service {
 // (waiting for a task's next element) without tying up gRPC's threads, and the pool grows while
 // every thread is busy. Lifetime: register with a ServerBuilder, Start() with the completion queue
 // the builder made once the server is built, and after grpc::Server::Shutdown() call Shutdown(),
-// which waits for the calls in progress and joins the threads. `worker` must outlive it.
+// which waits for the calls in progress and joins the threads. `worker` must outlive it. Every
+// call must carry `security`'s token, if it has one (null: no check).
 class GrpcWorkerService final : public WorkerService::WithRawMethod_GetElements<WorkerService::Service> {
  public:
-  explicit GrpcWorkerService(Worker* worker) : worker_(worker) {}
+  explicit GrpcWorkerService(Worker* worker, std::shared_ptr<const Security> security = nullptr)
+      : worker_(worker), security_(std::move(security)) {}
   ~GrpcWorkerService() override;
 
   void Start(std::unique_ptr<grpc::ServerCompletionQueue> cq);
@@ -41,6 +44,7 @@ class GrpcWorkerService final : public WorkerService::WithRawMethod_GetElements<
   void AddThreadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Worker* const worker_;
+  const std::shared_ptr<const Security> security_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   absl::Mutex mu_;
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
@@ -55,14 +59,16 @@ class GrpcWorkerService final : public WorkerService::WithRawMethod_GetElements<
 // (GrpcDispatcherClient and a Reader) would otherwise not know "grpc".
 void RegisterGrpcTransport();
 
-// Thread-safe.
+// Thread-safe. Connects with `security` (TLS, token); the registry's "grpc" transport passes the
+// process-wide client security as it is when the client is made (GetClientSecurity()).
 class GrpcDataTransferClient final : public DataTransferClient {
  public:
-  explicit GrpcDataTransferClient(const std::string& address);
+  GrpcDataTransferClient(const std::string& address, std::shared_ptr<const Security> security);
   absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req) override;
 
  private:
   const std::string address_;
+  const std::shared_ptr<const Security> security_;
   grpc::GenericStub stub_;
 };
 

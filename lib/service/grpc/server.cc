@@ -10,8 +10,8 @@ namespace tfdata::service {
 namespace {
 
 // `cq`, when set, receives a completion queue for the services' async methods.
-absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(grpc::Service* service, const std::string& host, int port,
-                                                          int* bound_port,
+absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(grpc::Service* service, const Security* security,
+                                                          const std::string& host, int port, int* bound_port,
                                                           std::unique_ptr<grpc::ServerCompletionQueue>* cq = nullptr) {
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(-1);
@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(grpc::Service* service
   // gRPC sets SO_REUSEPORT by default: a second server on a port in use would then start and
   // silently share the port with the first. Binding must fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(absl::StrCat(host, ":", port), grpc::InsecureServerCredentials(), bound_port);
+  builder.AddListeningPort(absl::StrCat(host, ":", port), MakeServerCredentials(security), bound_port);
   builder.RegisterService(service);
   if (cq != nullptr) *cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -54,7 +54,7 @@ void Shutdown(std::unique_ptr<grpc::Server>& server, const std::function<void()>
 absl::Status DispatcherServer::Start(const std::string& host, int port) {
   // Replay before listening: nobody sees the state half-recovered (callers get "unavailable").
   if (auto st = dispatcher_.Recover(); !st.ok()) return st;
-  auto server = BuildServer(&service_, host, port, &port_);
+  auto server = BuildServer(&service_, security_.get(), host, port, &port_);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
   dispatcher_.Start();
@@ -67,11 +67,11 @@ void DispatcherServer::Stop() {
 }
 
 absl::Status WorkerServer::Start() {
-  auto dispatcher = std::make_unique<GrpcDispatcherClient>(options_.dispatcher_address);
+  auto dispatcher = std::make_unique<GrpcDispatcherClient>(options_.dispatcher_address, options_.security);
   worker_ = std::make_shared<Worker>(options_.config, std::move(dispatcher));
-  service_ = std::make_unique<GrpcWorkerService>(worker_.get());
+  service_ = std::make_unique<GrpcWorkerService>(worker_.get(), options_.security);
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
-  auto server = BuildServer(service_.get(), options_.host, options_.port, &port_, &cq);
+  auto server = BuildServer(service_.get(), options_.security.get(), options_.host, options_.port, &port_, &cq);
   if (!server.ok()) return server.status();
   server_ = *std::move(server);
   service_->Start(std::move(cq));
@@ -80,7 +80,8 @@ absl::Status WorkerServer::Start() {
   address_ = absl::StrReplaceAll(options_.worker_address, {{"%port%", absl::StrCat(port_)}});
   worker_->SetAddress(address_);
   worker_->Start();
-  spdlog::info("worker {}: serving, dispatcher {}", address_, options_.dispatcher_address);
+  spdlog::info("worker {}: serving{}, dispatcher {}", address_, DescribeServerSecurity(options_.security.get()),
+               options_.dispatcher_address);
   return absl::OkStatus();
 }
 

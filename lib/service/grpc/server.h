@@ -4,6 +4,9 @@
 // Start() binds (port 0 picks a free port) and returns once the server accepts calls; Stop() (also
 // run by the destructor) shuts the gRPC server down, cancelling calls in flight, then stops the
 // core. Not thread-safe: one owner starts and stops.
+//
+// Security (security.h; null: plaintext, no token): a server with a certificate speaks TLS only,
+// with a CA it also requires client certificates, and with a token it refuses calls without it.
 #pragma once
 
 #include <memory>
@@ -20,7 +23,8 @@ namespace tfdata::service {
 
 class DispatcherServer {
  public:
-  explicit DispatcherServer(DispatcherConfig config) : dispatcher_(config), service_(&dispatcher_) {}
+  explicit DispatcherServer(DispatcherConfig config, std::shared_ptr<const Security> security = nullptr)
+      : dispatcher_(config), security_(std::move(security)), service_(&dispatcher_, security_) {}
   ~DispatcherServer() { Stop(); }
 
   // `host` is the interface to bind ("0.0.0.0", "127.0.0.1", "[::]").
@@ -31,6 +35,7 @@ class DispatcherServer {
 
  private:
   Dispatcher dispatcher_;
+  const std::shared_ptr<const Security> security_;
   GrpcDispatcherService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
@@ -43,6 +48,9 @@ struct WorkerServerOptions {
   // The address readers use, with "%port%" standing for the bound port.
   std::string worker_address = "localhost:%port%";
   WorkerConfig config;  // its worker_address is filled in by Start()
+  // Both roles: the worker's server, and its client of the dispatcher (the CA verifies the
+  // dispatcher, the certificate is presented to it, the token is sent).
+  std::shared_ptr<const Security> security;
 };
 
 class WorkerServer {
