@@ -1,6 +1,7 @@
 // `tfdata bench PIPELINE`: the take(1).cache().repeat() impact estimate.
 #include "CLI/CLI.hpp"
 #include "cmd/common.h"
+#include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/bench/impact.h"
@@ -19,6 +20,7 @@ struct BenchFlags {
   double step_time_ms = 0;
   bool json = false;
   std::string dispatcher;
+  service::SecurityFiles security;
 };
 
 // Registers the pipeline, repeated, with a live cluster and reads it with one reader (a job of its
@@ -57,6 +59,7 @@ int Bench(const BenchFlags& f) {
     auto a = service::ParseAddress(f.dispatcher, "--dispatcher");
     if (!a.ok()) return Fail(a.status(), kExitUsage);
     address = *a;
+    if (auto st = ApplyClientSecurityFlags(f.security); !st.ok()) return Fail(st, kExitUsage);
   }
   auto loaded = LoadPipelineFile(f.pipeline);
   if (!loaded.ok()) return Fail(loaded.status(), kExitBadPipeline);
@@ -108,6 +111,7 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   sub->add_option("--dispatcher", flags->dispatcher,
                   "Also measure through this live cluster (HOST:PORT): the pipeline, repeated, read by one reader");
+  AddSecurityFlags(sub, &flags->security, service::SecurityRole::kClient);
   sub->callback([flags, action] { *action = [flags] { return Bench(*flags); }; });
 }
 

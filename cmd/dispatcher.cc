@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "cmd/common.h"
+#include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "absl/strings/str_split.h"
@@ -27,6 +28,7 @@ struct DispatcherFlags {
   std::string exit_when_idle;
   std::string log_level = "info";
   std::vector<std::string> allowed_paths;
+  service::SecurityFiles security;
 };
 
 int RunDispatcher(const DispatcherFlags& f) {
@@ -70,10 +72,13 @@ int RunDispatcher(const DispatcherFlags& f) {
   if (!paths.ok()) return Fail(paths.status(), kExitUsage);
   config.build_options.paths = *paths;
   config.fault_tolerant = f.fault_tolerant;
-  service::DispatcherServer server(config);
+  auto security = service::LoadSecurity(f.security, service::SecurityRole::kServer);
+  if (!security.ok()) return Fail(security.status(), kExitUsage);
+  service::DispatcherServer server(config, *security);
   if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
   if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
-  fmt::print("dispatcher listening on grpc://{}:{}\n", f.host, server.port());
+  fmt::print("dispatcher listening on grpc://{}:{}{}\n", f.host, server.port(),
+             service::DescribeServerSecurity(security->get()));
   std::fflush(stdout);
   WaitForStopSignal([&] {
     if (!idle_limit) return false;
@@ -110,6 +115,7 @@ void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--client-timeout", f->client_timeout, "A reader silent this long is released")->capture_default_str();
   sub->add_option("--job-gc-timeout", f->job_gc_timeout, "A job without readers this long is removed (-1: never)")
       ->capture_default_str();
+  AddSecurityFlags(sub, &f->security, service::SecurityRole::kServer);
   AddLogLevelFlag(sub, &f->log_level);
   sub->callback([f, action] { *action = [f] { return RunDispatcher(*f); }; });
 }

@@ -1,5 +1,6 @@
 // `tfdata read`: read a registered dataset (or a pipeline file, registering it) through the service.
 #include "cmd/common.h"
+#include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
@@ -29,6 +30,7 @@ struct ReadFlags {
   std::string compression = "none";
   OutputFlags output;
   std::string log_level = "warn";
+  service::SecurityFiles security;
 };
 
 int RunRead(const ReadFlags& f) {
@@ -58,6 +60,8 @@ int RunRead(const ReadFlags& f) {
                 kExitUsage);
   }
   if (!f.cross_trainer_cache && !f.trainer_id.empty()) return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
+  // The dispatcher client and the data plane's clients (made by the reader) use it.
+  if (auto st = ApplyClientSecurityFlags(f.security); !st.ok()) return Fail(st, kExitUsage);
 
   std::string dataset_id = f.dataset_id;
   if (!f.pipeline.empty()) {
@@ -145,6 +149,7 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
                   "When registering PIPELINE: none, snappy or auto (see tfdata register)")
       ->capture_default_str();
   AddOutputFlags(sub, &f->output);
+  AddSecurityFlags(sub, &f->security, service::SecurityRole::kClient);
   AddLogLevelFlag(sub, &f->log_level);
   sub->callback([f, action] { *action = [f] { return RunRead(*f); }; });
 }

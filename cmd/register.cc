@@ -1,5 +1,6 @@
 // `tfdata register PIPELINE --dispatcher ADDR`: register a pipeline, print its dataset id.
 #include "cmd/common.h"
+#include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
@@ -14,6 +15,7 @@ struct RegisterFlags {
   std::string dispatcher;
   std::string dataset_id;
   std::string compression = "none";
+  service::SecurityFiles security;
 };
 
 int RunRegister(const RegisterFlags& f) {
@@ -21,6 +23,7 @@ int RunRegister(const RegisterFlags& f) {
   if (!dispatcher.ok()) return Fail(dispatcher.status(), kExitUsage);
   auto compression = service::ParseCompression(f.compression);
   if (!compression.ok()) return Fail(compression.status(), kExitUsage);
+  if (auto st = ApplyClientSecurityFlags(f.security); !st.ok()) return Fail(st, kExitUsage);
   service::GrpcDispatcherClient client(*dispatcher);
   auto id = RegisterPipelineFile(f.pipeline, f.dataset_id, client, *compression);
   if (!id.ok()) return FailRegistration(id.status());
@@ -40,6 +43,7 @@ void AddRegisterCommand(CLI::App& app, std::function<int()>* action) {
                   "How workers send the elements: none, snappy (compressed, but responses snappy cannot shrink by 1/8 travel plain), auto (compressed when the worker "
                   "measures that it makes the transfer faster; never to readers on its host)")
       ->capture_default_str();
+  AddSecurityFlags(sub, &f->security, service::SecurityRole::kClient);
   sub->callback([f, action] { *action = [f] { return RunRegister(*f); }; });
 }
 

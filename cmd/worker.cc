@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "cmd/common.h"
+#include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/service/common/address.h"
@@ -28,6 +29,7 @@ struct WorkerFlags {
   std::vector<std::string> allowed_paths;
   std::string round_expiry = "30s";
   double link_gbps = 10;
+  service::SecurityFiles security;
 };
 
 int RunWorker(const WorkerFlags& f) {
@@ -71,10 +73,14 @@ int RunWorker(const WorkerFlags& f) {
   auto paths = AllowedPathsFlag(f.allowed_paths, "worker");
   if (!paths.ok()) return Fail(paths.status(), kExitUsage);
   options.config.build_options.paths = *paths;
+  auto security = service::LoadSecurity(f.security, service::SecurityRole::kServerAndClient);
+  if (!security.ok()) return Fail(security.status(), kExitUsage);
+  options.security = *security;
   service::WorkerServer server(options);
   if (auto st = server.Start(); !st.ok()) return Fail(st, kExitRuntimeError);
   if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
-  fmt::print("worker listening on grpc://{} (dispatcher {})\n", server.address(), *dispatcher);
+  fmt::print("worker listening on grpc://{}{} (dispatcher {})\n", server.address(),
+             service::DescribeServerSecurity(security->get()), *dispatcher);
   std::fflush(stdout);
   WaitForStopSignal([&] {
     if (!idle_limit) return false;
@@ -128,6 +134,7 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
                   "Compression auto: the network rate to readers on other hosts, in Gbit/s, that compression is "
                   "weighed against")
       ->capture_default_str();
+  AddSecurityFlags(sub, &f->security, service::SecurityRole::kServerAndClient);
   AddLogLevelFlag(sub, &f->log_level);
   sub->callback([f, action] { *action = [f] { return RunWorker(*f); }; });
 }
