@@ -14,6 +14,7 @@
 #include "lib/service/client/read_loss.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/client/register_dataset.h"
+#include "lib/service/grpc/security.h"
 #include "lib/service/grpc/server.h"
 #include "lib/service/common/wire_compression.h"
 #include "python/src/iterator.h"
@@ -34,11 +35,27 @@ std::shared_ptr<const PathPolicy> AllowedPaths(const std::vector<std::string>& d
   return std::make_shared<const PathPolicy>(Unwrap(PathPolicy::Create(dirs, "allowed_paths")));
 }
 
+// TLS and token files as the configs' fields name them ("" : not given); null when none is given.
+std::shared_ptr<const service::Security> LoadSecurity(const std::string& cert, const std::string& key,
+                                                      const std::string& ca, const std::string& token_file,
+                                                      service::SecurityRole role) {
+  service::SecurityFiles files{cert, key, ca, token_file, /*python_names=*/true};
+  return Unwrap(service::LoadSecurity(files, role));
+}
+
+// tfdata.set_client_security: what readers, registration and dataset lookups in this process
+// connect with from now on (clients made earlier keep theirs).
+void SetClientSecurity(const std::string& cert, const std::string& key, const std::string& ca,
+                       const std::string& token_file) {
+  service::SetClientSecurity(LoadSecurity(cert, key, ca, token_file, service::SecurityRole::kClient));
+}
+
 class PyDispatchServer {
  public:
   PyDispatchServer(int port, const std::string& host, const std::string& work_dir, bool fault_tolerant,
                    std::vector<std::string> worker_addresses, double worker_timeout_s, double client_timeout_s,
-                   double job_gc_timeout_s, const std::vector<std::string>& allowed_paths) {
+                   double job_gc_timeout_s, const std::vector<std::string>& allowed_paths, const std::string& tls_cert,
+                   const std::string& tls_key, const std::string& tls_ca, const std::string& auth_token_file) {
     if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
     service::DispatcherConfig config;
     config.work_dir = work_dir;
@@ -48,7 +65,8 @@ class PyDispatchServer {
     config.client_timeout = Seconds(client_timeout_s);
     config.job_gc_timeout = Seconds(job_gc_timeout_s);
     config.build_options.paths = AllowedPaths(allowed_paths);
-    server_ = std::make_unique<service::DispatcherServer>(config);
+    server_ = std::make_unique<service::DispatcherServer>(
+        config, LoadSecurity(tls_cert, tls_key, tls_ca, auth_token_file, service::SecurityRole::kServer));
     absl::Status st;
     {
       nb::gil_scoped_release release;
@@ -76,7 +94,9 @@ class PyWorkerServer {
   PyWorkerServer(const std::string& dispatcher_address, int port, const std::string& host,
                  const std::string& worker_address, std::vector<std::string> tags, double heartbeat_interval_s,
                  bool allow_plugins, int64_t cross_trainer_cache_bytes, double dispatcher_retry_s,
-                 int64_t max_task_memory_bytes, const std::vector<std::string>& allowed_paths) {
+                 int64_t max_task_memory_bytes, const std::vector<std::string>& allowed_paths,
+                 const std::string& tls_cert, const std::string& tls_key, const std::string& tls_ca,
+                 const std::string& auth_token_file) {
     if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
     if (!(heartbeat_interval_s > 0)) throw nb::value_error("heartbeat_interval must be positive");
     if (cross_trainer_cache_bytes <= 0) throw nb::value_error("cross_trainer_cache_size must be positive");
@@ -92,6 +112,8 @@ class PyWorkerServer {
     options.config.cross_trainer_cache_bytes = cross_trainer_cache_bytes;
     options.config.dispatcher_retry = Seconds(dispatcher_retry_s);
     if (max_task_memory_bytes > 0) options.config.max_task_memory = max_task_memory_bytes;  // 0: the default
+    options.security =
+        LoadSecurity(tls_cert, tls_key, tls_ca, auth_token_file, service::SecurityRole::kServerAndClient);
     server_ = std::make_unique<service::WorkerServer>(options);
     absl::Status st;
     {
@@ -259,24 +281,28 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
 void BindService(nb::module_& m) {
   nb::class_<PyDispatchServer>(m, "DispatchServer")
       .def(nb::init<int, const std::string&, const std::string&, bool, std::vector<std::string>, double, double,
-                    double, const std::vector<std::string>&>(),
+                    double, const std::vector<std::string>&, const std::string&, const std::string&,
+                    const std::string&, const std::string&>(),
            "port"_a, "host"_a, "work_dir"_a, "fault_tolerant"_a, "worker_addresses"_a, "worker_timeout_s"_a,
-           "client_timeout_s"_a, "job_gc_timeout_s"_a, "allowed_paths"_a)
+           "client_timeout_s"_a, "job_gc_timeout_s"_a, "allowed_paths"_a, "tls_cert"_a, "tls_key"_a, "tls_ca"_a,
+           "auth_token_file"_a)
       .def_prop_ro("port", &PyDispatchServer::port)
       .def_prop_ro("num_workers", &PyDispatchServer::num_workers)
       .def_prop_ro("stopped", &PyDispatchServer::stopped)
       .def("stop", &PyDispatchServer::Stop);
   nb::class_<PyWorkerServer>(m, "WorkerServer")
       .def(nb::init<const std::string&, int, const std::string&, const std::string&, std::vector<std::string>, double,
-                    bool, int64_t, double, int64_t, const std::vector<std::string>&>(),
+                    bool, int64_t, double, int64_t, const std::vector<std::string>&, const std::string&,
+                    const std::string&, const std::string&, const std::string&>(),
            "dispatcher_address"_a, "port"_a, "host"_a, "worker_address"_a, "tags"_a, "heartbeat_interval_s"_a,
            "allow_plugins"_a, "cross_trainer_cache_bytes"_a, "dispatcher_retry_s"_a, "max_task_memory_bytes"_a,
-           "allowed_paths"_a)
+           "allowed_paths"_a, "tls_cert"_a, "tls_key"_a, "tls_ca"_a, "auth_token_file"_a)
       .def_prop_ro("port", &PyWorkerServer::port)
       .def_prop_ro("address", &PyWorkerServer::address)
       .def_prop_ro("num_tasks", &PyWorkerServer::num_tasks)
       .def_prop_ro("stopped", &PyWorkerServer::stopped)
       .def("stop", &PyWorkerServer::Stop, "leave"_a = true);
+  m.def("set_client_security", &SetClientSecurity, "tls_cert"_a, "tls_key"_a, "tls_ca"_a, "auth_token_file"_a);
   m.def("register_dataset", &RegisterDataset, "address"_a, "text"_a, "name"_a, "dataset_id"_a, "compression"_a);
   m.def("dataset_info", &DatasetInfo, "address"_a, "dataset_id"_a);
   m.def("open_reader", &OpenReader, "address"_a, "dataset_id"_a, "mode"_a, "job_name"_a, "num_consumers"_a,

@@ -19,6 +19,7 @@ const char* ClassFor(absl::StatusCode code) {
     case absl::StatusCode::kCancelled: return "CancelledError";
     case absl::StatusCode::kUnimplemented: return "UnimplementedError";
     case absl::StatusCode::kPermissionDenied: return "PermissionDeniedError";
+    case absl::StatusCode::kUnauthenticated: return "UnauthenticatedError";
     default: return "Error";
   }
 }

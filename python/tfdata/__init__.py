@@ -17,7 +17,7 @@ from tfdata._native import set_log_level
 from tfdata.errors import *  # noqa: F401,F403 - the exception classes, as tfdata.NotFoundError etc.
 from tfdata.pipeline import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, FeatureSpec, Function, Pipeline,
                              TensorSpec, fn, message, tensor_value)
-from tfdata.servers import DispatcherConfig, DispatchServer, WorkerConfig, WorkerServer
+from tfdata.servers import DispatcherConfig, DispatchServer, WorkerConfig, WorkerServer, set_client_security
 from tfdata.service import (CrossTrainerCache, DistributedDataset, ShardingPolicy, distribute, from_dataset_id,
                             register_dataset)
 

@@ -59,6 +59,10 @@ class PermissionDeniedError(Error, PermissionError):
     """Not allowed."""
 
 
+class UnauthenticatedError(Error, PermissionError):
+    """A server refused the call: a missing or wrong auth token (tfdata.set_client_security)."""
+
+
 class DataLossWarning(RuntimeWarning):
     """A read ended having lost data: tasks dropped because their workers became unreachable
     (and, in distributed_epoch, the splits they held). The CLI ends such a read with exit code 4.

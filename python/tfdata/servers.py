@@ -29,6 +29,12 @@ class DispatcherConfig:
     host: str = "0.0.0.0"
     # Directories list_files may list (dispatcher --allowed-path); None: any (as `tfdata local`).
     allowed_paths: Optional[Sequence[str]] = None
+    # TLS and the shared token (dispatcher --tls-cert, --tls-key, --tls-ca, --auth-token-file): PEM
+    # files; with tls_ca, clients must present a certificate signed by it (mutual TLS).
+    tls_cert: Optional[str] = None
+    tls_key: Optional[str] = None
+    tls_ca: Optional[str] = None
+    auth_token_file: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -50,6 +56,12 @@ class WorkerConfig:
     # Directories pipelines may open files under, checked after symlinks are resolved (worker
     # --allowed-path); None: any file this process can read (as `tfdata local`).
     allowed_paths: Optional[Sequence[str]] = None
+    # TLS and the shared token, for both the worker's server and its calls to the dispatcher (worker
+    # --tls-cert, --tls-key, --tls-ca, --auth-token-file).
+    tls_cert: Optional[str] = None
+    tls_key: Optional[str] = None
+    tls_ca: Optional[str] = None
+    auth_token_file: Optional[str] = None
 
 
 def _seconds(ms, default_s, where, allow_never=True):
@@ -70,6 +82,36 @@ def _paths(paths):
     if isinstance(paths, (str, bytes)) or not all(isinstance(p, (str, os.PathLike)) for p in paths):
         raise TypeError(f"allowed_paths: expected a list of directories, got {paths!r}")
     return [os.fspath(p) for p in paths]
+
+
+def _file(path, where):
+    if path is None:
+        return ""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: expected a file path, got {type(path).__name__}")
+    path = os.fspath(path)
+    if not path:
+        raise ValueError(f"{where}: empty path (give None for none)")
+    return path
+
+
+def _security(c):
+    return dict(tls_cert=_file(c.tls_cert, "tls_cert"), tls_key=_file(c.tls_key, "tls_key"),
+                tls_ca=_file(c.tls_ca, "tls_ca"), auth_token_file=_file(c.auth_token_file, "auth_token_file"))
+
+
+def set_client_security(tls_ca=None, tls_cert=None, tls_key=None, auth_token_file=None):
+    """Makes this process's clients (readers, register_dataset, from_dataset_id) use TLS and a token.
+
+    tls_ca verifies the servers' certificates (TLS on); tls_cert and tls_key are the client
+    certificate for servers that require one (mutual TLS); auth_token_file holds the token the
+    servers were started with. Applies to clients made from now on; call it before the first read.
+    With no argument, back to plaintext without a token. Servers in this process take theirs from
+    their configs.
+    """
+    _native.set_client_security(tls_cert=_file(tls_cert, "tls_cert"), tls_key=_file(tls_key, "tls_key"),
+                                tls_ca=_file(tls_ca, "tls_ca"),
+                                auth_token_file=_file(auth_token_file, "auth_token_file"))
 
 
 def _check_port(port):
@@ -163,7 +205,7 @@ class DispatchServer(_Server):
             worker_timeout_s=_seconds(c.worker_timeout_ms, 600.0, "worker_timeout_ms"),
             client_timeout_s=_seconds(c.client_timeout_ms, 300.0, "client_timeout_ms"),
             job_gc_timeout_s=_seconds(c.job_gc_timeout_ms, 300.0, "job_gc_timeout_ms"),
-            allowed_paths=_paths(c.allowed_paths))
+            allowed_paths=_paths(c.allowed_paths), **_security(c))
 
     @property
     def target(self):
@@ -220,7 +262,7 @@ class WorkerServer(_Server):
             cross_trainer_cache_bytes=256 << 20 if cache is None else cache,
             dispatcher_retry_s=_seconds(c.dispatcher_timeout_ms, 30.0, "dispatcher_timeout_ms"),
             max_task_memory_bytes=0 if memory is None else memory,
-            allowed_paths=_paths(c.allowed_paths))
+            allowed_paths=_paths(c.allowed_paths), **_security(c))
 
     def stop(self, leave=True):
         """Stops the worker. Idempotent. `leave` (the default): it first tells the dispatcher, which
