@@ -3,18 +3,15 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "lib/core/status_macros.h"
 #include "lib/service/common/names.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
-namespace {
-
-bool IsTransportError(const absl::Status& st) { return absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st); }
-
-}  // namespace
 
 CoordinatedReader::CoordinatedReader(CoordinatedReadOptions options, std::unique_ptr<DispatcherClient> dispatcher)
-    : options_(std::move(options)), dispatcher_(std::move(dispatcher)) {}
+    : JobMembership(std::move(dispatcher), options.heartbeat_interval, "coordinated reader: heartbeat failed"),
+      options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<CoordinatedReader>> CoordinatedReader::Create(
     CoordinatedReadOptions options, std::unique_ptr<DispatcherClient> dispatcher) {
@@ -29,34 +26,18 @@ absl::StatusOr<std::unique_ptr<CoordinatedReader>> CoordinatedReader::Create(
   req.set_job_name(r->options_.job_name);
   req.set_num_consumers(r->options_.num_consumers);
   req.set_consumer_index(r->options_.consumer_index);
-  GetOrCreateJobResponse resp;
-  if (auto st = r->dispatcher_->GetOrCreateJob(req, &resp); !st.ok()) return st;
-  r->client_id_ = resp.client_id();
+  TFD_RETURN_IF_ERROR(r->Join(req).status());
   if (r->client_id_ == 0) {
     return absl::FailedPreconditionError(absl::StrCat("coordinated reads: job \"", r->options_.job_name,
                                                       "\" has ended; pick a new job name"));
   }
-  if (auto st = r->HeartbeatOnce(); !st.ok()) {
-    r->Close();
-    return st;
-  }
-  r->threads_.emplace_back([p = r.get()] { p->HeartbeatLoop(); });
-  for (int i = 0; i < r->options_.max_outstanding_rounds; ++i) r->threads_.emplace_back([p = r.get()] { p->FetchLoop(); });
+  TFD_RETURN_IF_ERROR(r->Start(r->options_.max_outstanding_rounds));
   return r;
 }
 
 CoordinatedReader::~CoordinatedReader() { Close(); }
 
-void CoordinatedReader::Close() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (closed_) return;
-    closed_ = true;
-  }
-  for (auto& t : threads_) t.join();
-  threads_.clear();
-  ReleaseClientQuietly(*dispatcher_, client_id_);
-}
+void CoordinatedReader::Close() { Leave(); }
 
 int64_t CoordinatedReader::rounds_substituted() const {
   absl::MutexLock lock(&mu_);
@@ -106,20 +87,6 @@ absl::Status CoordinatedReader::HeartbeatOnce() {
   // with the rotation that holds for them.
   round_limit_ = std::max(round_limit_, resp.round_limit());
   return absl::OkStatus();
-}
-
-void CoordinatedReader::HeartbeatLoop() {
-  bool failing = false;
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.ok(); };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop), options_.heartbeat_interval)) return;
-    }
-    absl::Status st = HeartbeatOnce();
-    if (!st.ok() && !failing) spdlog::warn("coordinated reader: heartbeat failed: {}", st.ToString());
-    failing = !st.ok();
-  }
 }
 
 std::pair<int64_t, bool> CoordinatedReader::PickTaskLocked(int64_t round) const {

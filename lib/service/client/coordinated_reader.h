@@ -17,7 +17,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -25,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "lib/core/tensor.h"
+#include "lib/service/client/job_membership.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
 
@@ -52,7 +52,7 @@ struct RoundInfo {
   bool substituted = false;  // its worker was lost: served by the next task of the rotation
 };
 
-class CoordinatedReader {
+class CoordinatedReader : private JobMembership {
  public:
   // Joins the job (creating it on first use) and starts fetching. InvalidArgument for a missing
   // job name, a consumer index outside [0, num_consumers), or a finite pipeline.
@@ -82,17 +82,13 @@ class CoordinatedReader {
   };
 
   CoordinatedReader(CoordinatedReadOptions options, std::unique_ptr<DispatcherClient> dispatcher);
-  absl::Status HeartbeatOnce();
-  void HeartbeatLoop();
-  void FetchLoop();
+  absl::Status HeartbeatOnce() override;
+  void FetchLoop() override;
   // The task to fetch `round` from and whether it substitutes a lost one; 0 when there is none yet.
   std::pair<int64_t, bool> PickTaskLocked(int64_t round) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatedReadOptions options_;
-  const std::unique_ptr<DispatcherClient> dispatcher_;
-  int64_t client_id_ = 0;
 
-  mutable absl::Mutex mu_;
   std::map<int64_t, TaskState> tasks_ ABSL_GUARDED_BY(mu_);
   int64_t round_limit_ ABSL_GUARDED_BY(mu_) = 0;    // fetch only rounds below it (the lease)
   int64_t next_issue_ ABSL_GUARDED_BY(mu_) = 0;     // the next round to fetch
@@ -100,9 +96,6 @@ class CoordinatedReader {
   int64_t issued_at_last_heartbeat_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int64_t, Fetched> fetched_ ABSL_GUARDED_BY(mu_);
   int64_t substituted_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace tfdata::service

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/core/status_macros.h"
 #include "lib/service/common/names.h"
 #include "lib/service/common/host_util.h"
 #include "lib/service/common/local_workers.h"
@@ -14,10 +15,6 @@ namespace {
 
 // A worker that fails this many fetches in a row (connection refused, time-out) is given up.
 constexpr int kMaxFailures = 3;
-
-bool IsTransportError(const absl::Status& st) {
-  return absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
-}
 
 }  // namespace
 
@@ -37,7 +34,9 @@ bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::strin
 }
 
 Reader::Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher)
-    : options_(std::move(options)), dispatcher_(std::move(dispatcher)) {}
+    : JobMembership(std::move(dispatcher), options.heartbeat_interval,
+                    "reader: heartbeat failed (reading goes on from known workers)"),
+      options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
                                                        std::unique_ptr<DispatcherClient> dispatcher) {
@@ -57,32 +56,16 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
   req.set_mode(r->options_.mode);
   req.set_job_name(r->options_.job_name);
   req.set_cross_trainer_cache(r->options_.cross_trainer_cache);
-  GetOrCreateJobResponse resp;
-  if (auto st = r->dispatcher_->GetOrCreateJob(req, &resp); !st.ok()) return st;
+  TFD_ASSIGN_OR_RETURN(GetOrCreateJobResponse resp, r->Join(req));
   r->job_id_ = resp.job_id();
-  r->client_id_ = resp.client_id();
   r->warning_ = resp.warning();
-  if (auto st = r->HeartbeatOnce(); !st.ok()) {
-    r->Close();
-    return st;
-  }
-  r->threads_.emplace_back([p = r.get()] { p->HeartbeatLoop(); });
-  for (int i = 0; i < r->options_.max_outstanding_requests; ++i) r->threads_.emplace_back([p = r.get()] { p->FetchLoop(); });
+  TFD_RETURN_IF_ERROR(r->Start(r->options_.max_outstanding_requests));
   return r;
 }
 
 Reader::~Reader() { Close(); }
 
-void Reader::Close() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (closed_) return;
-    closed_ = true;
-  }
-  for (auto& t : threads_) t.join();
-  threads_.clear();
-  ReleaseClientQuietly(*dispatcher_, client_id_);
-}
+void Reader::Close() { Leave(); }
 
 int64_t Reader::tasks_dropped() const {
   absl::MutexLock lock(&mu_);
@@ -197,20 +180,6 @@ absl::Status Reader::HeartbeatOnce() {
     untargeted_since_ = absl::InfiniteFuture();
   }
   return absl::OkStatus();
-}
-
-void Reader::HeartbeatLoop() {
-  bool failing = false;
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.ok() || DoneLocked(); };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop), options_.heartbeat_interval)) return;
-    }
-    absl::Status st = HeartbeatOnce();
-    if (!st.ok() && !failing) spdlog::warn("reader: heartbeat failed (reading goes on from known workers): {}", st.ToString());
-    failing = !st.ok();
-  }
 }
 
 bool Reader::DoneLocked() const {

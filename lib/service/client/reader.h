@@ -20,7 +20,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -28,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "lib/core/tensor.h"
+#include "lib/service/client/job_membership.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
 
@@ -67,7 +67,7 @@ bool IsLocalWorker(const std::string& address);
 TargetWorkers ResolveTargetWorkers(TargetWorkers target);
 bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::string& worker_tag);
 
-class Reader {
+class Reader : private JobMembership {
  public:
   // Joins the job (one dispatcher call, bounded by the client's deadline) and starts fetching.
   static absl::StatusOr<std::unique_ptr<Reader>> Create(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
@@ -123,10 +123,9 @@ class Reader {
   };
 
   Reader(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
-  void HeartbeatLoop();
-  absl::Status HeartbeatOnce();
-  void FetchLoop();
-  bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status HeartbeatOnce() override;
+  void FetchLoop() override;
+  bool DoneLocked() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool FullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records the answer to request `request` of the task and delivers what is now in stream order.
   void CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result)
@@ -137,11 +136,9 @@ class Reader {
   void DeliverLocked(TaskState& ts, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ReaderOptions options_;
-  const std::unique_ptr<DispatcherClient> dispatcher_;
-  int64_t job_id_ = 0, client_id_ = 0;
+  int64_t job_id_ = 0;
   std::string warning_;
 
-  mutable absl::Mutex mu_;
   absl::CondVar fetch_cv_;  // fetchers waiting for a task or for room in ready_
   std::map<int64_t, TaskState> tasks_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> listed_tasks_ ABSL_GUARDED_BY(mu_);  // as of the last heartbeat
@@ -154,8 +151,6 @@ class Reader {
   };
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> dropped_workers_ ABSL_GUARDED_BY(mu_);
   int64_t elements_delivered_ ABSL_GUARDED_BY(mu_) = 0;
@@ -166,7 +161,6 @@ class Reader {
   absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool only_untargeted_ ABSL_GUARDED_BY(mu_) = false;  // the job has tasks, none of them targeted
   uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<std::thread> threads_;
 };
 
 }  // namespace tfdata::service

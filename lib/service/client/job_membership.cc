@@ -1,0 +1,60 @@
+#include "lib/service/client/job_membership.h"
+
+#include <utility>
+
+#include "lib/core/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+
+bool IsTransportError(const absl::Status& st) { return absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st); }
+
+JobMembership::JobMembership(std::unique_ptr<DispatcherClient> dispatcher, absl::Duration heartbeat_interval,
+                             std::string heartbeat_failed)
+    : dispatcher_(std::move(dispatcher)),
+      heartbeat_interval_(heartbeat_interval),
+      heartbeat_failed_(std::move(heartbeat_failed)) {}
+
+absl::StatusOr<GetOrCreateJobResponse> JobMembership::Join(const GetOrCreateJobRequest& req) {
+  GetOrCreateJobResponse resp;
+  TFD_RETURN_IF_ERROR(dispatcher_->GetOrCreateJob(req, &resp));
+  client_id_ = resp.client_id();
+  return resp;
+}
+
+absl::Status JobMembership::Start(int num_fetchers) {
+  if (auto st = HeartbeatOnce(); !st.ok()) {
+    Leave();
+    return st;
+  }
+  threads_.emplace_back([this] { HeartbeatLoop(); });
+  for (int i = 0; i < num_fetchers; ++i) threads_.emplace_back([this] { FetchLoop(); });
+  return absl::OkStatus();
+}
+
+void JobMembership::Leave() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  ReleaseClientQuietly(*dispatcher_, client_id_);
+}
+
+void JobMembership::HeartbeatLoop() {
+  bool failing = false;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.ok() || DoneLocked(); };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop), heartbeat_interval_)) return;
+    }
+    absl::Status st = HeartbeatOnce();
+    if (!st.ok() && !failing) spdlog::warn("{}: {}", heartbeat_failed_, st.ToString());
+    failing = !st.ok();
+  }
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,74 @@
+// JobMembership: what Reader and CoordinatedReader share, a client's membership in a job at the
+// dispatcher: joining the job (GetOrCreateJob), the first heartbeat, the heartbeat thread and the
+// fetch threads, and on Leave() stopping those threads and releasing the client at the dispatcher.
+//
+// A reader derives from it privately and supplies HeartbeatOnce() and FetchLoop() (and, when its
+// read can end, DoneLocked()). Its own state is guarded by mu_, the lock the heartbeat thread
+// waits on; closed_ and error_ are the stop signals every thread checks under it.
+//
+// Ownership and lifetime: it owns the dispatcher client and the threads. The threads call the
+// derived class's methods, so the derived destructor must call Leave() (which joins them) before
+// its members are destroyed. Thread safety: Join() and Start() are for the creating thread before
+// the object is shared; Leave() is thread-safe and idempotent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "lib/service/common/dispatcher_client.h"
+
+namespace tfdata::service {
+
+// A fetch that failed for the transport (the worker unreachable, or too slow), not for the data.
+bool IsTransportError(const absl::Status& st);
+
+class JobMembership {
+ public:
+  JobMembership(const JobMembership&) = delete;
+  JobMembership& operator=(const JobMembership&) = delete;
+
+ protected:
+  // `heartbeat_failed` begins the warning logged when heartbeats start failing.
+  JobMembership(std::unique_ptr<DispatcherClient> dispatcher, absl::Duration heartbeat_interval,
+                std::string heartbeat_failed);
+  virtual ~JobMembership() = default;
+
+  // Joins the job: one GetOrCreateJob call (bounded by the client's deadline). Sets client_id_.
+  absl::StatusOr<GetOrCreateJobResponse> Join(const GetOrCreateJobRequest& req);
+  // Sends the first heartbeat, then starts the heartbeat thread and `num_fetchers` threads running
+  // FetchLoop(). When the first heartbeat fails, leaves the job and returns its error.
+  absl::Status Start(int num_fetchers);
+  // Stops the threads (they see closed_), joins them and releases the client. Idempotent.
+  void Leave();
+
+  // One heartbeat: sends it and applies the answer. Called by Start() and the heartbeat thread.
+  virtual absl::Status HeartbeatOnce() = 0;
+  // A fetch thread's body: returns once closed_ is set or error_ is not OK (or the read is done).
+  virtual void FetchLoop() = 0;
+  // Whether the read has ended: the heartbeat thread stops then too.
+  virtual bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return false; }
+
+  const std::unique_ptr<DispatcherClient> dispatcher_;
+  int64_t client_id_ = 0;  // set by Join(), before any thread starts
+
+  mutable absl::Mutex mu_;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // ends the read
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+
+ private:
+  void HeartbeatLoop();
+
+  const absl::Duration heartbeat_interval_;
+  const std::string heartbeat_failed_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tfdata::service
