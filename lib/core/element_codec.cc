@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "fmt/format.h"
+#include "lib/core/status_macros.h"
 
 namespace tfdata {
 namespace {
@@ -127,29 +128,26 @@ class Reader {
 
 absl::StatusOr<Tensor> DecodeTensor(Reader& r, const std::shared_ptr<Buffer>& frame, size_t base) {
   const size_t start = r.pos();
-  auto raw_dtype = r.Byte("dtype");
-  if (!raw_dtype.ok()) return raw_dtype.status();
-  if (!IsValidDType(*raw_dtype)) return Reader::ErrorAt(fmt::format("invalid dtype {}", *raw_dtype), start);
-  const auto dtype = static_cast<DType>(*raw_dtype);
+  TFD_ASSIGN_OR_RETURN(const uint8_t raw_dtype, r.Byte("dtype"));
+  if (!IsValidDType(raw_dtype)) return Reader::ErrorAt(fmt::format("invalid dtype {}", raw_dtype), start);
+  const auto dtype = static_cast<DType>(raw_dtype);
 
   const size_t rank_at = r.pos();
-  auto rank = r.Varint("rank");
-  if (!rank.ok()) return rank.status();
-  if (*rank > kMaxRank) return Reader::ErrorAt(fmt::format("rank {} exceeds {}", *rank, kMaxRank), rank_at);
+  TFD_ASSIGN_OR_RETURN(const uint64_t rank, r.Varint("rank"));
+  if (rank > kMaxRank) return Reader::ErrorAt(fmt::format("rank {} exceeds {}", rank, kMaxRank), rank_at);
 
   Shape shape;
-  shape.reserve(static_cast<size_t>(*rank));
+  shape.reserve(static_cast<size_t>(rank));
   // Bounding the product of the nonzero dims keeps every element count computed from this
   // shape (here and in later code) free of overflow, even when some dim is 0.
   int64_t bound = 1;
-  for (uint64_t i = 0; i < *rank; ++i) {
+  for (uint64_t i = 0; i < rank; ++i) {
     const size_t dim_at = r.pos();
-    auto d = r.Varint("dimension");
-    if (!d.ok()) return d.status();
-    if (*d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Reader::ErrorAt(fmt::format("dimension {} is too large", *d), dim_at);
+    TFD_ASSIGN_OR_RETURN(const uint64_t d, r.Varint("dimension"));
+    if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Reader::ErrorAt(fmt::format("dimension {} is too large", d), dim_at);
     }
-    const auto dim = static_cast<int64_t>(*d);
+    const auto dim = static_cast<int64_t>(d);
     if (__builtin_mul_overflow(bound, dim == 0 ? 1 : dim, &bound)) {
       return Reader::ErrorAt("shape has too many elements", dim_at);
     }
@@ -166,14 +164,13 @@ absl::StatusOr<Tensor> DecodeTensor(Reader& r, const std::shared_ptr<Buffer>& fr
     values.reserve(n);
     for (uint64_t i = 0; i < n; ++i) {
       const size_t len_at = r.pos();
-      auto len = r.Varint("string length");
-      if (!len.ok()) return len.status();
-      if (*len > r.remaining()) {
-        return Reader::ErrorAt(fmt::format("string length {} exceeds the remaining {} bytes", *len, r.remaining()),
+      TFD_ASSIGN_OR_RETURN(const uint64_t len, r.Varint("string length"));
+      if (len > r.remaining()) {
+        return Reader::ErrorAt(fmt::format("string length {} exceeds the remaining {} bytes", len, r.remaining()),
                                len_at);
       }
-      values.emplace_back(reinterpret_cast<const char*>(r.here()), static_cast<size_t>(*len));
-      r.Skip(static_cast<size_t>(*len));
+      values.emplace_back(reinterpret_cast<const char*>(r.here()), static_cast<size_t>(len));
+      r.Skip(static_cast<size_t>(len));
     }
     return Tensor::Strings(std::move(shape), std::move(values));
   }
@@ -212,25 +209,22 @@ absl::StatusOr<Tensor> DecodeTensor(Reader& r, const std::shared_ptr<Buffer>& fr
 absl::StatusOr<Element> Decode(const uint8_t* data, size_t size, const std::shared_ptr<Buffer>& frame,
                                size_t base = 0) {
   Reader r(data, size);
-  auto magic = r.Byte("magic byte");
-  if (!magic.ok()) return magic.status();
-  if (*magic != kElementFrameMagic) {
-    return Reader::ErrorAt(fmt::format("bad magic byte 0x{:02x} (expected 0x{:02x})", *magic, kElementFrameMagic), 0);
+  TFD_ASSIGN_OR_RETURN(const uint8_t magic, r.Byte("magic byte"));
+  if (magic != kElementFrameMagic) {
+    return Reader::ErrorAt(fmt::format("bad magic byte 0x{:02x} (expected 0x{:02x})", magic, kElementFrameMagic), 0);
   }
   const size_t count_at = r.pos();
-  auto count = r.Varint("component count");
-  if (!count.ok()) return count.status();
+  TFD_ASSIGN_OR_RETURN(const uint64_t count, r.Varint("component count"));
   // A component takes at least two bytes (dtype and rank).
-  if (*count > r.remaining() / 2) {
-    return Reader::ErrorAt(fmt::format("{} components cannot fit in the remaining {} bytes", *count, r.remaining()),
+  if (count > r.remaining() / 2) {
+    return Reader::ErrorAt(fmt::format("{} components cannot fit in the remaining {} bytes", count, r.remaining()),
                            count_at);
   }
   Element element;
-  element.reserve(static_cast<size_t>(*count));
-  for (uint64_t i = 0; i < *count; ++i) {
-    auto t = DecodeTensor(r, frame, base);
-    if (!t.ok()) return t.status();
-    element.push_back(*std::move(t));
+  element.reserve(static_cast<size_t>(count));
+  for (uint64_t i = 0; i < count; ++i) {
+    TFD_ASSIGN_OR_RETURN(Tensor t, DecodeTensor(r, frame, base));
+    element.push_back(std::move(t));
   }
   if (r.remaining() != 0) return r.Error(fmt::format("{} trailing bytes", r.remaining()));
   return element;
@@ -239,7 +233,7 @@ absl::StatusOr<Element> Decode(const uint8_t* data, size_t size, const std::shar
 }  // namespace
 
 absl::Status EncodeElement(const Element& element, std::string* out) {
-  if (absl::Status s = CheckEncodable(element); !s.ok()) return s;
+  TFD_RETURN_IF_ERROR(CheckEncodable(element));
   out->reserve(out->size() + EncodedSize(element));
   StringSink sink{out};
   Encode(element, sink);
@@ -285,7 +279,7 @@ void FrameWriter::AppendVarint(uint64_t v) {
 }
 
 absl::Status FrameWriter::AppendElement(const Element& element) {
-  if (absl::Status s = CheckEncodable(element); !s.ok()) return s;
+  TFD_RETURN_IF_ERROR(CheckEncodable(element));
   Sink sink{this};
   Encode(element, sink);
   return absl::OkStatus();

@@ -141,7 +141,7 @@ absl::Status InputStream::FillRaw() {
 }
 
 absl::StatusOr<size_t> InputStream::Read(char* dst, size_t n) {
-  if (!error_.ok()) return error_;
+  TFD_RETURN_IF_ERROR(error_);
   auto got = compression_ == Compression::kNone ? ReadUncompressed(dst, n) : ReadInflated(dst, n);
   // Errors are sticky: after corrupt data the stream position is meaningless.
   if (!got.ok()) error_ = got.status();

@@ -46,7 +46,7 @@ absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::FromString(std::
 }
 
 absl::StatusOr<bool> TFRecordReader::Next(std::string* record) {
-  if (!error_.ok()) return error_;
+  TFD_RETURN_IF_ERROR(error_);
   auto more = ReadRecord(record);
   if (!more.ok()) error_ = more.status();
   return more;

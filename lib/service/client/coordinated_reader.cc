@@ -175,9 +175,8 @@ void CoordinatedReader::FetchLoop() {
 }
 
 absl::StatusOr<bool> CoordinatedReader::Next(Element* out, RoundInfo* info) {
-  auto more = NextWithin(out, absl::InfiniteDuration(), info);
-  if (!more.ok()) return more.status();
-  return **more;
+  TFD_ASSIGN_OR_RETURN(const std::optional<bool> more, NextWithin(out, absl::InfiniteDuration(), info));
+  return *more;
 }
 
 absl::StatusOr<std::optional<bool>> CoordinatedReader::NextWithin(Element* out, absl::Duration timeout,
@@ -189,7 +188,7 @@ absl::StatusOr<std::optional<bool>> CoordinatedReader::NextWithin(Element* out, 
   if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return std::nullopt;
   auto it = fetched_.find(next_deliver_);
   if (it == fetched_.end()) {
-    if (!error_.ok()) return error_;
+    TFD_RETURN_IF_ERROR(error_);
     return false;
   }
   *out = std::move(it->second.element);

@@ -304,9 +304,8 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
 }
 
 absl::StatusOr<bool> Reader::Next(Element* out) {
-  auto more = NextWithin(out, absl::InfiniteDuration());
-  if (!more.ok()) return more.status();
-  return **more;
+  TFD_ASSIGN_OR_RETURN(const std::optional<bool> more, NextWithin(out, absl::InfiniteDuration()));
+  return *more;
 }
 
 absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Duration timeout) {
@@ -325,7 +324,7 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     if (was_full && !FullLocked()) fetch_cv_.SignalAll();
     return true;
   }
-  if (!error_.ok()) return error_;
+  TFD_RETURN_IF_ERROR(error_);
   if (!closed_ && elements_delivered_ == 0 && tasks_dropped_ > 0 &&
       tasks_dropped_ == static_cast<int64_t>(tasks_.size())) {
     return absl::UnavailableError(absl::StrCat(

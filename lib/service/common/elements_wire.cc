@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 #include "lib/core/element_codec.h"
+#include "lib/core/status_macros.h"
 #include "lib/service/common/wire_compression.h"
 #include "snappy.h"
 
@@ -115,11 +116,10 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
     std::vector<std::string> compressed;
     size_t plain_bytes = 0, compressed_bytes = 0;
     for (const Element& e : held->result.elements) {
-      auto c = CompressElement(e);
-      if (!c.ok()) return c.status();
+      TFD_ASSIGN_OR_RETURN(std::string c, CompressElement(e));
       plain_bytes += EncodedSize(e);
-      compressed_bytes += c->size();
-      compressed.push_back(*std::move(c));
+      compressed_bytes += c.size();
+      compressed.push_back(std::move(c));
     }
     if (compressed_bytes <= plain_bytes - plain_bytes / 8) {
       for (const std::string& c : compressed) {
@@ -133,7 +133,7 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   if (!held->result.compress) {
     for (const Element& e : held->result.elements) {
       AppendTaggedVarint(held->writer, kElementsTag, EncodedSize(e));
-      if (auto st = held->writer.AppendElement(e); !st.ok()) return st;
+      TFD_RETURN_IF_ERROR(held->writer.AppendElement(e));
     }
   }
   if (held->result.end_of_sequence) {
@@ -165,9 +165,8 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
   size_t arena_size = 0;
   while (r.remaining() > 0) {
     const size_t tag_at = r.pos();
-    auto tag = r.Varint("field tag");
-    if (!tag.ok()) return tag.status();
-    const uint64_t field = *tag >> 3, wire_type = *tag & 7;
+    TFD_ASSIGN_OR_RETURN(const uint64_t tag, r.Varint("field tag"));
+    const uint64_t field = tag >> 3, wire_type = tag & 7;
     if (field == 1 && wire_type != 2) return r.Error("field 1 (elements) is not length-delimited", tag_at);
     if (field == 2 && wire_type != 0) return r.Error("field 2 (end_of_sequence) is not a varint", tag_at);
     if (field == 3 && wire_type != 0) return r.Error("field 3 (first_index) is not a varint", tag_at);
@@ -177,14 +176,13 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
     if (field == 5 && wire_type != 0) return r.Error("field 5 (elements_skipped) is not a varint", tag_at);
     switch (wire_type) {
       case 0: {
-        auto v = r.Varint(field == 2   ? "end_of_sequence"
-                          : field == 3 ? "first_index"
-                          : field == 5 ? "elements_skipped"
-                                       : "varint field");
-        if (!v.ok()) return v.status();
-        if (field == 2) result.end_of_sequence = *v != 0;
-        if (field == 3) result.first_index = static_cast<int64_t>(*v);
-        if (field == 5) result.elements_skipped = static_cast<int64_t>(*v);
+        TFD_ASSIGN_OR_RETURN(const uint64_t v, r.Varint(field == 2   ? "end_of_sequence"
+                                                        : field == 3 ? "first_index"
+                                                        : field == 5 ? "elements_skipped"
+                                                                     : "varint field"));
+        if (field == 2) result.end_of_sequence = v != 0;
+        if (field == 3) result.first_index = static_cast<int64_t>(v);
+        if (field == 5) result.elements_skipped = static_cast<int64_t>(v);
         break;
       }
       case 1:
@@ -196,12 +194,11 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
       }
       case 2: {
         const size_t len_at = r.pos();
-        auto len = r.Varint("length");
-        if (!len.ok()) return len.status();
-        if (*len > r.remaining()) {
-          return r.Error(fmt::format("length {} exceeds the remaining {} bytes", *len, r.remaining()), len_at);
+        TFD_ASSIGN_OR_RETURN(const uint64_t len, r.Varint("length"));
+        if (len > r.remaining()) {
+          return r.Error(fmt::format("length {} exceeds the remaining {} bytes", len, r.remaining()), len_at);
         }
-        const auto n = static_cast<size_t>(*len);
+        const auto n = static_cast<size_t>(len);
         if (field == 1) {
           frames.push_back({r, n, {}});
           arena_size += AlignUp(n);

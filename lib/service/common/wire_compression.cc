@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/element_codec.h"
+#include "lib/core/status_macros.h"
 #include "snappy.h"
 
 namespace tfdata::service {
@@ -28,7 +29,7 @@ absl::StatusOr<Compression> ParseCompression(std::string_view flag) {
 absl::StatusOr<std::string> CompressElement(const Element& element) {
   thread_local std::string frame;
   frame.clear();
-  if (auto st = EncodeElement(element, &frame); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(EncodeElement(element, &frame));
   std::string out;
   snappy::Compress(frame.data(), frame.size(), &out);
   return out;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/core/status_macros.h"
 #include "lib/pipeline/sharding.h"
 #include "lib/pipeline/fingerprint.h"
 #include "lib/service/common/wire_compression.h"
@@ -41,20 +42,18 @@ absl::Status Dispatcher::Recover() {
         absl::StrCat("dispatcher work directory ", config_.work_dir, ": cannot create it: ", ec.message()));
   }
   const std::string path = config_.work_dir + "/journal";
-  auto contents = ReadJournal(path);
-  if (!contents.ok()) return contents.status();
-  auto file = config_.open_journal_file ? config_.open_journal_file(path) : OpenJournalFile(path);
-  if (!file.ok()) return file.status();
+  TFD_ASSIGN_OR_RETURN(auto contents, ReadJournal(path));
+  TFD_ASSIGN_OR_RETURN(auto file, config_.open_journal_file ? config_.open_journal_file(path) : OpenJournalFile(path));
   absl::MutexLock lock(&mu_);
-  if (!contents->warning.empty()) {
-    spdlog::warn("dispatcher: {}", contents->warning);
-    if (auto st = (*file)->Truncate(contents->valid_bytes); !st.ok()) return st;
+  if (!contents.warning.empty()) {
+    spdlog::warn("dispatcher: {}", contents.warning);
+    TFD_RETURN_IF_ERROR(file->Truncate(contents.valid_bytes));
   }
   int64_t rejected = 0;
-  for (const Update& u : contents->updates) {
+  for (const Update& u : contents.updates) {
     if (!state_.Apply(u).ok()) ++rejected;  // rejected live too (see ApplyLocked)
   }
-  journal_ = std::make_unique<JournalWriter>(*std::move(file), contents->valid_bytes, path);
+  journal_ = std::make_unique<JournalWriter>(std::move(file), contents.valid_bytes, path);
   if (auto st = journal_->Init(); !st.ok()) {
     journal_.reset();
     return absl::Status(st.code(), absl::StrCat("dispatcher work directory ", config_.work_dir,
@@ -62,7 +61,7 @@ absl::Status Dispatcher::Recover() {
   }
   journal_path_ = path;
   compact_at_ = config_.compact_after_records;
-  if (static_cast<int64_t>(contents->updates.size()) > config_.compact_after_records) CompactLocked();
+  if (static_cast<int64_t>(contents.updates.size()) > config_.compact_after_records) CompactLocked();
   // Time-outs restart from now: everyone gets a full time-out to reach the restarted dispatcher.
   const absl::Time now = absl::Now();
   for (const std::string& w : state_.Workers()) worker_last_seen_[w] = now;
@@ -72,7 +71,7 @@ absl::Status Dispatcher::Recover() {
   }
   spdlog::info("dispatcher: recovered {} journal record(s) from {} ({} rejected as when live): {} worker(s), next "
                "job id {}",
-               contents->updates.size(), path, rejected, state_.Workers().size(), state_.NextJobId());
+               contents.updates.size(), path, rejected, state_.Workers().size(), state_.NextJobId());
   return absl::OkStatus();
 }
 
@@ -162,7 +161,7 @@ absl::Status Dispatcher::RegisterDataset(const RegisterDatasetRequest& req, Regi
   r->set_fingerprint(fingerprint);
   *r->mutable_pipeline() = req.pipeline();
   r->set_compression(req.compression());
-  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(ApplyLocked(u));
   spdlog::info("dispatcher: registered dataset {} ({} ops, fingerprint {}, compression {})", r->dataset_id(),
                req.pipeline().op_size(), fingerprint.substr(0, 12), CompressionFlagName(req.compression()));
   resp->set_dataset_id(r->dataset_id());
@@ -179,25 +178,21 @@ absl::Status Dispatcher::GetDataset(const GetDatasetRequest& req, GetDatasetResp
 }
 
 absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrCreateJobResponse* resp) {
-  if (auto st = CheckJobRequest(req); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(CheckJobRequest(req));
   absl::MutexLock lock(&mu_);
   if (state_.FindDataset(req.dataset_id()) == nullptr) {
     return absl::NotFoundError(absl::StrCat("get or create job: unknown dataset \"", req.dataset_id(), "\""));
   }
-  auto job = FindNamedJobLocked(req);
-  if (!job.ok()) return job.status();
+  TFD_ASSIGN_OR_RETURN(const DispatcherState::Job* job, FindNamedJobLocked(req));
   int64_t job_id = 0;
-  if (*job != nullptr) {
-    job_id = (*job)->id;
+  if (job != nullptr) {
+    job_id = job->id;
   } else {
-    auto created = CreateJobLocked(req);
-    if (!created.ok()) return created.status();
-    job_id = *created;
+    TFD_ASSIGN_OR_RETURN(job_id, CreateJobLocked(req));
   }
-  auto iteration_id = CurrentIterationLocked(job_id);
-  if (!iteration_id.ok()) return iteration_id.status();
-  const auto* iteration = state_.FindIteration(*iteration_id);
-  if (iteration->garbage_collected || state_.IterationFinished(*iteration_id)) {
+  TFD_ASSIGN_OR_RETURN(const int64_t iteration_id, CurrentIterationLocked(job_id));
+  const auto* iteration = state_.FindIteration(iteration_id);
+  if (iteration->garbage_collected || state_.IterationFinished(iteration_id)) {
     resp->set_warning(absl::StrCat("job \"", req.job_name(), "\" (", JobName(job_id), ") has already ",
                                    iteration->garbage_collected ? "ended" : "finished",
                                    ": reading it yields no elements; pick a new job name to read the dataset again"));
@@ -206,12 +201,10 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
   // A garbage-collected iteration has nothing to join: client 0 reads an empty, finished iteration.
   int64_t client_id = 0;
   if (!iteration->garbage_collected) {
-    auto joined = JoinIterationLocked(req, job_id, *iteration_id);
-    if (!joined.ok()) return joined.status();
-    client_id = *joined;
+    TFD_ASSIGN_OR_RETURN(client_id, JoinIterationLocked(req, job_id, iteration_id));
   }
   resp->set_job_id(job_id);
-  resp->set_iteration_id(*iteration_id);
+  resp->set_iteration_id(iteration_id);
   resp->set_client_id(client_id);
   return absl::OkStatus();
 }
@@ -221,7 +214,7 @@ absl::Status Dispatcher::CheckJobRequest(const GetOrCreateJobRequest& req) const
     return absl::InvalidArgumentError(absl::StrCat("get or create job: unsupported processing mode ",
                                                    ProcessingMode_Name(req.mode())));
   }
-  if (auto st = CheckJobOptions(req); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(CheckJobOptions(req));
   if (IsStaticSharding(req.mode()) && config_.worker_addresses.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "get or create job: mode ", ProcessingMode_Name(req.mode()),
@@ -278,8 +271,7 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
 
 absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest& req) {
   // Before the job exists: a pipeline that does not suit the job creates nothing.
-  auto plan = PlanNewJobLocked(req);
-  if (!plan.ok()) return plan.status();
+  TFD_ASSIGN_OR_RETURN(std::optional<SplitPlan> plan, PlanNewJobLocked(req));
   Update u;
   auto* c = u.mutable_create_job();
   c->set_job_id(state_.NextJobId());
@@ -288,9 +280,9 @@ absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest&
   c->set_job_name(req.job_name());
   c->set_num_consumers(req.num_consumers());
   c->set_cross_trainer_cache(req.cross_trainer_cache());
-  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(ApplyLocked(u));
   const DispatcherState::Job* job = state_.FindJob(c->job_id());
-  if (*plan) split_plans_.emplace(job->id, **std::move(plan));
+  if (plan) split_plans_.emplace(job->id, *std::move(plan));
   spdlog::info("dispatcher: created {} (dataset {}, {}{}{})", JobName(job->id), job->dataset_id,
                ProcessingMode_Name(job->mode), job->name.empty() ? "" : ", name \"" + job->name + "\"",
                split_plans_.contains(job->id)
@@ -306,13 +298,13 @@ absl::StatusOr<int64_t> Dispatcher::CurrentIterationLocked(int64_t job_id) {
     c->set_iteration_id(state_.NextIterationId());
     c->set_job_id(job_id);
     c->set_repetition(0);
-    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    TFD_RETURN_IF_ERROR(ApplyLocked(u));
     iteration_unclaimed_since_[c->iteration_id()] = absl::Now();
     for (const std::string& w : state_.Workers()) {
       // A suspected worker (readers could not reach it, and it has not heartbeated since) gets its
       // task at its next heartbeat, if it ever comes (AssignTasksLocked).
       if (SuspectedLocked(w)) continue;
-      if (auto st = CreateTaskLocked(c->iteration_id(), w); !st.ok()) return st;
+      TFD_RETURN_IF_ERROR(CreateTaskLocked(c->iteration_id(), w));
     }
   }
   return state_.FindJob(job_id)->iterations.back();
@@ -333,12 +325,12 @@ absl::Status Dispatcher::CheckConsumerFreeLocked(const GetOrCreateJobRequest& re
 
 absl::StatusOr<int64_t> Dispatcher::JoinIterationLocked(const GetOrCreateJobRequest& req, int64_t job_id,
                                                         int64_t iteration_id) {
-  if (auto st = CheckConsumerFreeLocked(req, iteration_id); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(CheckConsumerFreeLocked(req, iteration_id));
   Update u;
   auto* a = u.mutable_acquire_client();
   a->set_client_id(state_.NextClientId());
   a->set_iteration_id(iteration_id);
-  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(ApplyLocked(u));
   const absl::Time now = absl::Now();
   client_last_seen_[a->client_id()] = now;
   if (req.num_consumers() > 0) client_rounds_[a->client_id()] = ClientRounds{req.consumer_index(), 0};
@@ -401,7 +393,7 @@ absl::Status Dispatcher::ReleaseClientLocked(int64_t client_id, absl::Time now) 
   const int64_t iteration_id = *state_.ClientIteration(client_id);
   Update u;
   u.mutable_release_client()->set_client_id(client_id);
-  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(ApplyLocked(u));
   client_last_seen_.erase(client_id);
   client_rounds_.erase(client_id);
   spdlog::info("dispatcher: {} left {}", ClientName(client_id), IterationName(iteration_id));
@@ -421,7 +413,7 @@ absl::Status Dispatcher::CreateTaskLocked(int64_t iteration_id, const std::strin
   c->set_iteration_id(iteration_id);
   c->set_worker_address(worker);
   c->set_starting_round(*starting_round);
-  if (auto st = ApplyLocked(u); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(ApplyLocked(u));
   spdlog::info("dispatcher: created {} of {} on worker {}{}", TaskName(c->task_id()), IterationName(iteration_id), worker,
                *starting_round > 0 ? absl::StrCat(" (in the rotation from round ", *starting_round, ")") : "");
   return absl::OkStatus();
@@ -430,7 +422,7 @@ absl::Status Dispatcher::CreateTaskLocked(int64_t iteration_id, const std::strin
 absl::Status Dispatcher::AssignTasksLocked(const std::string& worker) {
   for (int64_t iteration_id : state_.ActiveIterations()) {
     if (!state_.HasTaskOnWorker(iteration_id, worker)) {
-      if (auto st = CreateTaskLocked(iteration_id, worker); !st.ok()) return st;
+      TFD_RETURN_IF_ERROR(CreateTaskLocked(iteration_id, worker));
     }
   }
   return absl::OkStatus();
@@ -476,7 +468,7 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     Update u;
     u.mutable_register_worker()->set_worker_address(worker);
     for (const std::string& t : tags) u.mutable_register_worker()->add_tags(t);
-    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    TFD_RETURN_IF_ERROR(ApplyLocked(u));
     spdlog::info("dispatcher: worker {} {}{}", worker, known ? "changed its tags" : "registered",
                  tags.empty() ? "" : absl::StrCat(" (tags: ", absl::StrJoin(tags, ", "), ")"));
   }
@@ -491,7 +483,7 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     if (task == nullptr || task->finished || task->worker_address != worker) continue;
     Update u;
     u.mutable_finish_task()->set_task_id(t);
-    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    TFD_RETURN_IF_ERROR(ApplyLocked(u));
     spdlog::info("dispatcher: {} of {} finished on worker {}", TaskName(t), IterationName(task->iteration_id), worker);
   }
   for (const TaskProgress& p : req.task_progress()) {
@@ -500,10 +492,10 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     Update u;
     u.mutable_deliver_splits()->set_task_id(p.task_id());
     u.mutable_deliver_splits()->set_splits_delivered(std::min(p.splits_delivered(), task->splits_assigned));
-    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    TFD_RETURN_IF_ERROR(ApplyLocked(u));
   }
   if (req.leaving()) return LeaveLocked(req);
-  if (auto st = AssignTasksLocked(worker); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(AssignTasksLocked(worker));
 
   const std::vector<int64_t> assigned = state_.TasksOfWorker(worker);
   const std::set<int64_t> running(req.current_tasks().begin(), req.current_tasks().end());
@@ -613,9 +605,9 @@ absl::StatusOr<const SplitPlan*> Dispatcher::SplitPlanLocked(int64_t job_id) {
   auto it = split_plans_.find(job_id);
   if (it != split_plans_.end()) return &it->second;
   const auto* job = state_.FindJob(job_id);
-  auto plan = SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, config_.build_options);
-  if (!plan.ok()) return plan.status();
-  return &split_plans_.emplace(job_id, *std::move(plan)).first->second;
+  TFD_ASSIGN_OR_RETURN(SplitPlan plan,
+                       SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, config_.build_options));
+  return &split_plans_.emplace(job_id, std::move(plan)).first->second;
 }
 
 absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) {
@@ -632,16 +624,15 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
                                                       ProcessingMode_Name(job->mode)));
   }
   if (req.epoch() < 0) return absl::InvalidArgumentError("get splits: negative epoch");
-  auto plan = SplitPlanLocked(job->id);
-  if (!plan.ok()) return plan.status();
+  TFD_ASSIGN_OR_RETURN(const SplitPlan* plan, SplitPlanLocked(job->id));
   if (req.splits_received() < task->splits_assigned) {
     // The answer to the task's last request never arrived: send the same splits again.
     const std::vector<int64_t>& pooled = task->last_indices;
     const int64_t last_count = pooled.empty() ? task->last_count : static_cast<int64_t>(pooled.size());
     if (req.splits_received() + last_count == task->splits_assigned && req.epoch() == task->last_epoch) {
-      for (int64_t i : pooled) *resp->add_splits() = (*plan)->Get(i);
+      for (int64_t i : pooled) *resp->add_splits() = plan->Get(i);
       for (int64_t i = task->last_first; pooled.empty() && i < task->last_first + task->last_count; ++i) {
-        *resp->add_splits() = (*plan)->Get(i);
+        *resp->add_splits() = plan->Get(i);
       }
       return absl::OkStatus();
     }
@@ -659,12 +650,12 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
     const int64_t n = std::min<int64_t>(max_splits, static_cast<int64_t>(pool->second.size()));
     for (int64_t k = 0; k < n; ++k) a->add_indices(pool->second[k]);
     if (auto st = ApplyLocked(u); !st.ok()) return st;
-    for (int64_t i : a->indices()) *resp->add_splits() = (*plan)->Get(i);
+    for (int64_t i : a->indices()) *resp->add_splits() = plan->Get(i);
     return absl::OkStatus();
   }
   auto next_it = iteration->next_split.find(req.epoch());
   const int64_t next = next_it == iteration->next_split.end() ? 0 : next_it->second;
-  const int64_t count = std::min<int64_t>(max_splits, (*plan)->num_splits() - next);
+  const int64_t count = std::min<int64_t>(max_splits, plan->num_splits() - next);
   if (count <= 0) {
     if (task->epochs_ended <= req.epoch()) {  // recorded once: splits returned later skip this task
       Update u;
@@ -681,8 +672,8 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
   a->set_epoch(req.epoch());
   a->set_first(next);
   a->set_count(count);
-  if (auto st = ApplyLocked(u); !st.ok()) return st;
-  for (int64_t i = next; i < next + count; ++i) *resp->add_splits() = (*plan)->Get(i);
+  TFD_RETURN_IF_ERROR(ApplyLocked(u));
+  for (int64_t i = next; i < next + count; ++i) *resp->add_splits() = plan->Get(i);
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "lib/core/status_macros.h"
 #include "lib/pipeline/builder.h"
 #include "lib/pipeline/dataset.h"
 #include "lib/service/dispatcher/dispatcher.h"
@@ -64,9 +65,8 @@ absl::Status Dispatcher::CheckInfinite(const pipeline::Pipeline& pipeline) {
     const pipeline::Op& last = *pipeline.op().rbegin();
     if (last.has_repeat() && (!last.repeat().has_count() || last.repeat().count() < 0)) return absl::OkStatus();
   }
-  auto dataset = BuildDataset(pipeline, BuildOptions{});
-  if (!dataset.ok()) return dataset.status();
-  const int64_t n = (*dataset)->Cardinality();
+  TFD_ASSIGN_OR_RETURN(auto dataset, BuildDataset(pipeline, BuildOptions{}));
+  const int64_t n = dataset->Cardinality();
   if (n == Dataset::kInfinite) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "the pipeline must be infinite (end it with `op { repeat {} }`), but it has ",

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "lib/core/status_macros.h"
 #include "lib/io/crc32c.h"
 
 namespace tfdata::service {
@@ -168,8 +169,8 @@ absl::StatusOr<uint64_t> RewriteJournal(const std::string& path, const std::vect
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Errno("cannot create the compacted journal", tmp);
   PosixJournalFile file(fd, tmp);
-  if (auto st = file.Append(bytes); !st.ok()) return st;
-  if (auto st = file.Sync(); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(file.Append(bytes));
+  TFD_RETURN_IF_ERROR(file.Sync());
   if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("cannot replace the journal", path);
   const std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   const int dfd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "lib/core/status_macros.h"
 #include "lib/service/common/elements_wire.h"
 #include "lib/service/grpc/grpc_util.h"
 #include "lib/service/common/host_util.h"

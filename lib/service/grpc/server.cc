@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "lib/core/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
@@ -53,10 +54,8 @@ void Shutdown(std::unique_ptr<grpc::Server>& server, const std::function<void()>
 
 absl::Status DispatcherServer::Start(const std::string& host, int port) {
   // Replay before listening: nobody sees the state half-recovered (callers get "unavailable").
-  if (auto st = dispatcher_.Recover(); !st.ok()) return st;
-  auto server = BuildServer(&service_, security_.get(), host, port, &port_);
-  if (!server.ok()) return server.status();
-  server_ = *std::move(server);
+  TFD_RETURN_IF_ERROR(dispatcher_.Recover());
+  TFD_ASSIGN_OR_RETURN(server_, BuildServer(&service_, security_.get(), host, port, &port_));
   dispatcher_.Start();
   return absl::OkStatus();
 }
@@ -71,9 +70,8 @@ absl::Status WorkerServer::Start() {
   worker_ = std::make_shared<Worker>(options_.config, std::move(dispatcher));
   service_ = std::make_unique<GrpcWorkerService>(worker_.get(), options_.security);
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
-  auto server = BuildServer(service_.get(), options_.security.get(), options_.host, options_.port, &port_, &cq);
-  if (!server.ok()) return server.status();
-  server_ = *std::move(server);
+  TFD_ASSIGN_OR_RETURN(server_, BuildServer(service_.get(), options_.security.get(), options_.host, options_.port,
+                                            &port_, &cq));
   service_->Start(std::move(cq));
   // The address readers use is known only once the port is bound; no task (and so no call) can
   // reach the worker before its first heartbeat, which Start() sends with this address.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/core/status_macros.h"
 #include "lib/service/common/names.h"
 #include "lib/service/worker/cross_trainer_window.h"
 #include "lib/service/worker/round_buffer.h"
@@ -79,7 +80,7 @@ class CrossTrainerPolicy final : public ServingPolicy {
     GetElementsResult result;
     while (true) {
       if (buffer_.cancelled()) return StoppedError(task_id_);
-      if (!window_error_.ok()) return window_error_;
+      TFD_RETURN_IF_ERROR(window_error_);
       if (!window_.AtEnd(trainer)) break;
       if (!buffer_.empty()) {
         // Grow the window by up to half of it per request: enough for big responses, never so
@@ -99,7 +100,7 @@ class CrossTrainerPolicy final : public ServingPolicy {
         continue;
       }
       if (buffer_.done()) {
-        if (!buffer_.error().ok()) return buffer_.error();
+        TFD_RETURN_IF_ERROR(buffer_.error());
         result.first_index = window_.end();
         result.end_of_sequence = true;
         return result;
@@ -188,7 +189,7 @@ class RoundsPolicy final : public ServingPolicy {
         }
       }
       if (buffer_.done() && buffer_.size() < needed) {
-        if (!buffer_.error().ok()) return buffer_.error();
+        TFD_RETURN_IF_ERROR(buffer_.error());
         return absl::FailedPreconditionError(absl::StrCat(
             TaskName(task_id_), ": the pipeline ended, but coordinated reads need an infinite pipeline"));
       }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/memory_budget.h"
+#include "lib/core/status_macros.h"
 #include "lib/pipeline/sharding.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/common/names.h"
@@ -109,17 +110,14 @@ absl::Status Task::Run() {
   const PipelineSource source{absl::StrCat("dataset ", def_.dataset_id()), nullptr};
   pipeline::Pipeline pipeline = def_.pipeline();
   if (IsStaticSharding(def_.mode())) {
-    auto sharded = ApplyStaticSharding(pipeline, def_.mode(), def_.num_workers(), def_.worker_index());
-    if (!sharded.ok()) return sharded.status();
-    pipeline = *std::move(sharded);
+    TFD_ASSIGN_OR_RETURN(pipeline, ApplyStaticSharding(pipeline, def_.mode(), def_.num_workers(), def_.worker_index()));
   }
   BuildOptions options = config_.build_options;
   options.memory = std::make_shared<MemoryBudget>(config_.max_task_memory,
                                                   "the task's memory limit (worker --max-task-memory)");
-  auto dataset = splits_ ? BuildSplitFedDataset(pipeline, options, splits_, source) : BuildDataset(pipeline, options, source);
-  if (!dataset.ok()) return dataset.status();
-  auto it = (*dataset)->MakeIterator(IteratorContext{});
-  if (!it.ok()) return it.status();
+  TFD_ASSIGN_OR_RETURN(auto dataset, splits_ ? BuildSplitFedDataset(pipeline, options, splits_, source)
+                                              : BuildDataset(pipeline, options, source));
+  TFD_ASSIGN_OR_RETURN(auto it, dataset->MakeIterator(IteratorContext{}));
   // Elements are handed over in small batches: one lock (and one wake-up of a waiting reader) per
   // batch rather than per element. A batch is closed early after kBatchLatency, so a slow
   // pipeline's elements are not held back.
@@ -136,7 +134,7 @@ absl::Status Task::Run() {
     while (static_cast<int64_t>(batch.size()) < std::min<int64_t>(*room, kBatchElements) && batch_bytes < kBatchBytes &&
            (batch.empty() || absl::Now() - start < kBatchLatency)) {
       Element e;
-      auto more = (*it)->Next(&e);
+      auto more = it->Next(&e);
       if (!more.ok() || !*more) {
         end = true;
         if (!more.ok()) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lib/core/status_macros.h"
+
 namespace tfdata::service {
 
 absl::StatusOr<std::optional<Split>> TaskSplitProvider::Next(int64_t epoch) {
@@ -32,7 +34,7 @@ absl::StatusOr<std::optional<Split>> TaskSplitProvider::Next(int64_t epoch) {
       cancelled_.WaitForNotificationWithTimeout(backoff);
     }
     if (cancelled_.HasBeenNotified()) return std::nullopt;
-    if (!st.ok()) return st;
+    TFD_RETURN_IF_ERROR(st);
     received_ += resp.splits_size();
     for (Split& s : *resp.mutable_splits()) queue_.push_back(std::move(s));
     if (queue_.empty()) return std::nullopt;  // end of the epoch's splits

@@ -1,6 +1,7 @@
 #include "lib/service/worker/worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "lib/core/status_macros.h"
 #include "lib/service/common/local_workers.h"
 #include "lib/service/common/names.h"
 #include "lib/service/worker/task.h"
@@ -96,15 +97,13 @@ absl::StatusOr<std::shared_ptr<Task>> Worker::FindTask(int64_t task_id) const {
 }
 
 absl::StatusOr<GetElementsResult> Worker::GetElements(const GetElementsRequest& req, bool remote_peer) {
-  auto task = FindTask(req.task_id());
-  if (!task.ok()) return task.status();
-  return (*task)->Get(req, remote_peer);
+  TFD_ASSIGN_OR_RETURN(auto task, FindTask(req.task_id()));
+  return task->Get(req, remote_peer);
 }
 
 absl::StatusOr<TaskStats> Worker::Stats(int64_t task_id) const {
-  auto task = FindTask(task_id);
-  if (!task.ok()) return task.status();
-  return (*task)->Stats();
+  TFD_ASSIGN_OR_RETURN(auto task, FindTask(task_id));
+  return task->Stats();
 }
 
 void Worker::HeartbeatLoop() {
@@ -147,7 +146,7 @@ absl::Status Worker::Heartbeat() {
     }
   }
   WorkerHeartbeatResponse resp;
-  if (auto st = dispatcher_->WorkerHeartbeat(req, &resp); !st.ok()) return st;
+  TFD_RETURN_IF_ERROR(dispatcher_->WorkerHeartbeat(req, &resp));
   if (resp.incarnation_id() != dispatcher_incarnation_) {
     if (dispatcher_incarnation_ != 0) {
       spdlog::warn("worker {}: the dispatcher restarted ({}); {}", config_.worker_address,
