@@ -4,7 +4,7 @@
 # it. Set TFDATA_WITH_TORCH=1 to install torch and run the PyTorch tests too (.ci/run does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/check-layering.sh   # lib/service's roles include each other only the allowed way
+scripts/check-layering.sh   # lib/service's roles include each other only the allowed way; only grpc/ includes gRPC
 scripts/install-deps.sh
 scripts/python-env.sh
 scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python"
