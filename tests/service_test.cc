@@ -16,10 +16,6 @@
 using namespace tfdata;
 using namespace tfdata::testing;
 
-namespace {
-
-}  // namespace
-
 TEST_CASE("service: the seed example reads 0..9 through one worker", "[service][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 10 } }");

@@ -155,11 +155,10 @@ class Tensor {
   const std::vector<std::string>& strings() const;
   std::vector<std::string>& mutable_strings();
 
-  // The underlying buffer (numeric tensors) and the offset of this tensor's bytes in it. Null for
-  // small tensors (<= kInlineBytes), whose values live inside the Tensor object itself.
+  // The underlying buffer (numeric tensors). Null for small tensors (<= kInlineBytes), whose
+  // values live inside the Tensor object itself.
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
   static constexpr size_t kInlineBytes = 16;
-  size_t buffer_offset() const { return offset_; }
 
   // Total payload bytes: numeric bytes, or the sum of string lengths.
   size_t ByteSize() const;

@@ -69,6 +69,4 @@ absl::StatusOr<DType> FromProtoDType(pipeline::DataType dtype) {
   return static_cast<DType>(raw);
 }
 
-pipeline::DataType ToProtoDType(DType dtype) { return static_cast<pipeline::DataType>(static_cast<int>(dtype)); }
-
 }  // namespace tfdata

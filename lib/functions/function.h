@@ -81,8 +81,7 @@ absl::StatusOr<std::unique_ptr<Function>> MakeSleep(const pipeline::Sleep& spec)
 absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spec, const FunctionOptions& options);
 absl::StatusOr<std::unique_ptr<Function>> MakeSelect(const pipeline::Select& spec);
 
-// DType <-> proto DataType.
+// proto DataType -> DType.
 absl::StatusOr<DType> FromProtoDType(pipeline::DataType dtype);
-pipeline::DataType ToProtoDType(DType dtype);
 
 }  // namespace tfdata

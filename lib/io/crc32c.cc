@@ -97,7 +97,6 @@ namespace internal {
 uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t n) {
   return ~ExtendPortableRaw(~crc, static_cast<const uint8_t*>(data), n);
 }
-bool Crc32cUsesHardware() { return HaveHardware(); }
 }  // namespace internal
 
 }  // namespace tfdata

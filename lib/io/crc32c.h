@@ -29,8 +29,6 @@ namespace internal {
 // The portable table-driven implementation, exposed so tests can compare it with the
 // hardware path.
 uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t n);
-// True when Crc32cExtend uses the SSE4.2 instruction.
-bool Crc32cUsesHardware();
 }  // namespace internal
 
 }  // namespace tfdata

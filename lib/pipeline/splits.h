@@ -43,8 +43,6 @@ class SplitPlan {
   static absl::StatusOr<SplitPlan> Create(const pipeline::Pipeline& pipeline, const BuildOptions& options);
 
   int64_t num_splits() const;
-  // The source is files (tfrecord / text_line lists, list_files): a split is one file.
-  bool by_file() const { return kind_ == Kind::kFiles; }
   // The split at `index` (0 <= index < num_splits()), its `index` field set.
   service::Split Get(int64_t index) const;
 

@@ -47,7 +47,6 @@ class CrossTrainerWindow {
   int64_t peak_bytes() const { return peak_bytes_; }
   // Elements skipped by the trainer so far (0 for an unknown trainer).
   int64_t skipped(const std::string& trainer) const;
-  int64_t num_trainers() const { return static_cast<int64_t>(trainers_.size()); }
 
  private:
   struct Trainer {
