@@ -247,3 +247,24 @@ TEST_CASE("worker leave: a distributed_epoch read over workers that leave mid-ep
   CHECK(static_cast<int64_t>(missing_splits.size()) <= (*reader)->splits_lost());
   CHECK((*reader)->tasks_dropped() == 1);
 }
+
+TEST_CASE("worker suspicion: readers report a crashed worker, and after two reports new reads skip it",
+          "[service][cluster][leave]") {
+  service::DispatcherConfig config = testing::TestCluster::FastConfig();
+  config.worker_timeout = absl::Hours(1);  // only the readers' reports can keep new jobs off it
+  testing::TestCluster cluster(2, config);
+  const std::string id = cluster.Register("op { range { stop: 100 } }");
+  cluster.StopWorker(1);  // a crash: the dispatcher still lists it
+  for (int read = 0; read < 2; ++read) {
+    auto reader = cluster.NewReader(id);
+    REQUIRE(reader.ok());
+    CHECK(testing::ReadAll(**reader).size() == 100);
+    CHECK((*reader)->tasks_dropped() == 1);  // gave up on the dead worker, and reported it
+  }
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  CHECK(testing::ReadAll(**reader).size() == 100);
+  CHECK((*reader)->tasks_dropped() == 0);  // no task on the suspected worker
+  CHECK((*reader)->num_tasks() == 1);
+  CHECK(cluster.dispatcher().NumWorkers() == 2);  // still registered: only its timeout removes it
+}

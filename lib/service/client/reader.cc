@@ -104,6 +104,13 @@ int64_t Reader::num_tasks() const {
 absl::Status Reader::HeartbeatOnce() {
   ClientHeartbeatRequest req;
   req.set_client_id(client_id_);
+  {
+    // Reported once, whether or not this heartbeat gets through (the dispatcher may be the
+    // unreachable one; the read must not wait on it).
+    absl::MutexLock lock(&mu_);
+    for (const std::string& w : unreported_) req.add_unreachable_workers(w);
+    unreported_.clear();
+  }
   ClientHeartbeatResponse resp;
   absl::Status st = dispatcher_->ClientHeartbeat(req, &resp);
   absl::MutexLock lock(&mu_);
@@ -187,7 +194,8 @@ bool Reader::DoneLocked() const {
   bool all_ended = true;
   for (int64_t id : listed_tasks_) all_ended = all_ended && tasks_.at(id).ended;
   // No tasks yet means no worker has joined: wait, unless the iteration has already finished.
-  return all_ended && (iteration_finished_ || !listed_tasks_.empty());
+  // Workers given up on are reported first (one more heartbeat), so that later reads skip them.
+  return all_ended && (iteration_finished_ || !listed_tasks_.empty()) && unreported_.empty();
 }
 
 bool Reader::FullLocked() const {
@@ -269,6 +277,7 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
                         ts.address, result.status().ToString());
         }
         DropLocked(ts);
+        unreported_.insert(ts.address);
       }
       ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
     } else if (absl::IsNotFound(result.status())) {

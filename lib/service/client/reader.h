@@ -153,6 +153,9 @@ class Reader : private JobMembership {
   int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> dropped_workers_ ABSL_GUARDED_BY(mu_);
+  // Workers given up on as unreachable, for the next heartbeat to report (ClientHeartbeatRequest.
+  // unreachable_workers: two reports make the dispatcher suspect a worker).
+  std::set<std::string> unreported_ ABSL_GUARDED_BY(mu_);
   int64_t elements_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t elements_skipped_ ABSL_GUARDED_BY(mu_) = 0;
