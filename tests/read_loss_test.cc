@@ -71,7 +71,9 @@ TEST_CASE("read loss: a dead worker is warned about once per process, not once p
     auto reader = cluster.NewReader(ds);
     REQUIRE(reader.ok());
     CHECK(ReadAll(**reader).size() == 10);
-    CHECK((*reader)->tasks_dropped() == 1);
+    // The first two reads give the dead worker up and report it; two reports make the
+    // dispatcher suspect it, so the third read gets no task on it.
+    CHECK((*reader)->tasks_dropped() == (i < 2 ? 1 : 0));
   }
   spdlog::default_logger()->sinks().pop_back();
   int warnings = 0;
