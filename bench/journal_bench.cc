@@ -83,8 +83,9 @@ int main(int argc, char** argv) {
   long rejected = 0;
   for (const Update& u : contents->updates) rejected += state.Apply(u).ok() ? 0 : 1;
   const double total_s = Seconds(start);
-  std::printf("replay: %ld records, %.1f MB: read+check %.3f s, apply %.3f s, total %.3f s (%.2f M records/s); %ld rejected\n",
-              n, bytes / 1e6, read_s, total_s - read_s, total_s, n / total_s / 1e6, rejected);
+  std::printf(
+      "replay: %ld records, %.1f MB: read+check %.3f s, apply %.3f s, total %.3f s (%.2f M records/s); %ld rejected\n",
+      n, bytes / 1e6, read_s, total_s - read_s, total_s, n / total_s / 1e6, rejected);
 
   // The same state compacted: one snapshot record.
   Update snapshot;

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
       for (int y = 0; y < height; ++y) {
         for (int x = 0; x < width; ++x) {
           for (int c = 0; c < 3; ++c) {
-            const int v = (x * 255 / width) * (c == 0) + (y * 255 / height) * (c == 1) + label * 25 * (c == 2) + noise(rng);
+            const int v =
+                (x * 255 / width) * (c == 0) + (y * 255 / height) * (c == 1) + label * 25 * (c == 2) + noise(rng);
             px[(y * width + x) * 3 + c] = static_cast<uint8_t>(std::clamp(v, 0, 255));
           }
         }

@@ -5,9 +5,9 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/bench/impact.h"
-#include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/common/address.h"
 #include "lib/service/client/reader.h"
+#include "lib/service/common/address.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
 
 namespace tfdata::cmd {
 namespace {
@@ -43,8 +43,8 @@ absl::StatusOr<ImpactReport::Service> MeasureService(const LoadedPipeline& loade
   (*reader)->Close();
   if (!t.ok()) return t.status();
   if (t->elements == 0) {
-    return absl::UnavailableError(fmt::format("no elements arrived through the service in {} s: are workers running?",
-                                              warmup + duration));
+    return absl::UnavailableError(
+        fmt::format("no elements arrived through the service in {} s: are workers running?", warmup + duration));
   }
   s.throughput = *t;
   return s;
@@ -75,7 +75,8 @@ int Bench(const BenchFlags& f) {
   auto r = MeasureThroughput(**replay, f.warmup, f.duration, StopFlag());
   if (!r.ok()) return Fail(r.status(), kExitRuntimeError);
   if (StopRequested()) return kExitInterrupted;
-  if (p->elements == 0) return Fail(fmt::format("{}: the pipeline produced no elements", f.pipeline), kExitRuntimeError);
+  if (p->elements == 0)
+    return Fail(fmt::format("{}: the pipeline produced no elements", f.pipeline), kExitRuntimeError);
 
   std::optional<double> model;
   if (f.model_rate > 0) model = f.model_rate;
@@ -103,8 +104,8 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("PIPELINE", flags->pipeline, "Pipeline file")->required();
   sub->add_option("--duration", flags->duration, "Seconds to measure each variant")->capture_default_str();
   sub->add_option("--warmup", flags->warmup, "Seconds to run before measuring")->capture_default_str();
-  auto* rate = sub->add_option("--model-rate", flags->model_rate,
-                               "Elements per second the model consumes when data is free");
+  auto* rate =
+      sub->add_option("--model-rate", flags->model_rate, "Elements per second the model consumes when data is free");
   auto* step = sub->add_option("--step-time", flags->step_time_ms,
                                "Milliseconds per training step (one element) when data is free");
   rate->excludes(step);

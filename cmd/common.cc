@@ -34,9 +34,10 @@ const std::atomic<bool>* StopFlag() { return &g_stop; }
 absl::StatusOr<std::shared_ptr<const PathPolicy>> AllowedPathsFlag(const std::vector<std::string>& dirs,
                                                                    const std::string& who) {
   if (dirs.empty()) {
-    spdlog::warn("{}: no --allowed-path given: pipelines may open any file this process can read (give the data "
-                 "directories with --allowed-path DIR)",
-                 who);
+    spdlog::warn(
+        "{}: no --allowed-path given: pipelines may open any file this process can read (give the data "
+        "directories with --allowed-path DIR)",
+        who);
     return std::shared_ptr<const PathPolicy>();
   }
   auto policy = PathPolicy::Create(dirs, "--allowed-path");
@@ -74,8 +75,12 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(const std::string& text, const 
 }
 
 absl::StatusOr<int64_t> ParseByteSizeFlag(const std::string& text, const std::string& flag) {
-  static const std::pair<const char*, int64_t> kUnits[] = {{"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
-                                                           {"KB", 1000},       {"MB", 1000000},   {"GB", 1000000000},
+  static const std::pair<const char*, int64_t> kUnits[] = {{"KiB", 1LL << 10},
+                                                           {"MiB", 1LL << 20},
+                                                           {"GiB", 1LL << 30},
+                                                           {"KB", 1000},
+                                                           {"MB", 1000000},
+                                                           {"GB", 1000000000},
                                                            {"B", 1}};
   std::string number = text;
   int64_t unit = 1;
@@ -172,8 +177,8 @@ void WaitForStopSignal(const std::function<bool()>& done) {
 #include <cstdio>
 #include <fstream>
 
-#include "lib/service/client/register_dataset.h"
 #include "lib/service/client/read_loss.h"
+#include "lib/service/client/register_dataset.h"
 
 namespace tfdata::cmd {
 

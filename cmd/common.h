@@ -12,11 +12,11 @@ namespace tfdata::cmd {
 // Exit codes (documented in README.md and `tfdata --help`).
 enum ExitCode : int {
   kExitOk = 0,
-  kExitRuntimeError = 1,  // the pipeline failed while running (bad data, corrupt file, I/O error)
-  kExitUsage = 2,         // bad command line
-  kExitBadPipeline = 3,   // the pipeline file cannot be read, parsed or validated
-  kExitPartialLoss = 4,   // read/local: the read ended but lost data (tasks dropped, splits lost)
-  kExitInterrupted = 130, // stopped by SIGINT/SIGTERM
+  kExitRuntimeError = 1,   // the pipeline failed while running (bad data, corrupt file, I/O error)
+  kExitUsage = 2,          // bad command line
+  kExitBadPipeline = 3,    // the pipeline file cannot be read, parsed or validated
+  kExitPartialLoss = 4,    // read/local: the read ended but lost data (tasks dropped, splits lost)
+  kExitInterrupted = 130,  // stopped by SIGINT/SIGTERM
 };
 
 // Prints "tfdata: error: MESSAGE" to stderr and returns `code`.

@@ -3,11 +3,11 @@
 
 #include <optional>
 
+#include "absl/strings/str_split.h"
 #include "cmd/common.h"
 #include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
-#include "absl/strings/str_split.h"
 #include "lib/service/common/address.h"
 #include "lib/service/grpc/server.h"
 #include "spdlog/spdlog.h"
@@ -112,7 +112,8 @@ void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
                 "Journal every state change to --work-dir (synced before answering) and replay it on start, so "
                 "a restarted dispatcher carries on with the same datasets, jobs, tasks and split positions");
   sub->add_option("--worker-timeout", f->worker_timeout, "A worker silent this long is lost")->capture_default_str();
-  sub->add_option("--client-timeout", f->client_timeout, "A reader silent this long is released")->capture_default_str();
+  sub->add_option("--client-timeout", f->client_timeout, "A reader silent this long is released")
+      ->capture_default_str();
   sub->add_option("--job-gc-timeout", f->job_gc_timeout, "A job without readers this long is removed (-1: never)")
       ->capture_default_str();
   AddSecurityFlags(sub, &f->security, service::SecurityRole::kServer);

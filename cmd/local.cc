@@ -3,8 +3,8 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
-#include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/client/reader.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/grpc/server.h"
 
 namespace tfdata::cmd {
@@ -63,8 +63,9 @@ int RunLocal(const LocalFlags& f) {
   options.protocol = f.transfer;
   auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(address));
   if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
-  const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output,
-                                 [&] { return fmt::format(" from {} worker(s)", f.workers) + DroppedSummary(**reader); });
+  const int code =
+      WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output,
+                    [&] { return fmt::format(" from {} worker(s)", f.workers) + DroppedSummary(**reader); });
   (*reader)->Close();
   return ReadExitCode(code, **reader);
 }
@@ -81,9 +82,11 @@ void AddLocalCommand(CLI::App& app, std::function<int()>* action) {
                   fmt::format("What each worker's pipeline may hold, in bytes (e.g. 2GiB); more is an error naming "
                               "the op (default: a quarter of this machine's memory, here {})",
                               FormatBytes(DefaultTaskMemoryLimit())));
-  sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
+  sub->add_option("--mode", f->mode,
+                  "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
                   "distributed_epoch (alias dynamic: the source is split among the workers, each element once), or a "
-                  "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")->capture_default_str();
+                  "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")
+      ->capture_default_str();
   sub->add_option("--transfer", f->transfer, "Data plane between workers and reader: local (in-process) or grpc")
       ->capture_default_str();
   AddOutputFlags(sub, &f->output);

@@ -4,11 +4,11 @@
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
-#include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/common/address.h"
 #include "lib/service/client/coordinated_reader.h"
 #include "lib/service/client/reader.h"
+#include "lib/service/common/address.h"
 #include "lib/service/common/wire_compression.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::cmd {
@@ -39,7 +39,8 @@ int RunRead(const ReadFlags& f) {
   if (!address.ok()) return Fail(address.status(), kExitUsage);
   auto mode = ParseModeFlag(f.mode);
   if (!mode.ok()) return Fail(mode.status(), kExitUsage);
-  if (f.dataset_id.empty() == f.pipeline.empty()) return Fail("give either --dataset-id or a PIPELINE file", kExitUsage);
+  if (f.dataset_id.empty() == f.pipeline.empty())
+    return Fail("give either --dataset-id or a PIPELINE file", kExitUsage);
   if (f.max_outstanding_requests < 1) return Fail("--max-outstanding-requests must be at least 1", kExitUsage);
   if (auto format = ParseOutputFormat(f.output.format); !format.ok()) return Fail(format.status(), kExitUsage);
   auto target = ParseTargetWorkersFlag(f.target_workers);
@@ -48,8 +49,9 @@ int RunRead(const ReadFlags& f) {
   if (!compression.ok()) return Fail(compression.status(), kExitUsage);
   if (f.num_consumers < 0) return Fail("--num-consumers must be at least 0", kExitUsage);
   if (f.num_consumers > 0 && (f.consumer_index < 0 || f.consumer_index >= f.num_consumers)) {
-    return Fail(fmt::format("--consumer-index {} is outside [0, --num-consumers {})", f.consumer_index, f.num_consumers),
-                kExitUsage);
+    return Fail(
+        fmt::format("--consumer-index {} is outside [0, --num-consumers {})", f.consumer_index, f.num_consumers),
+        kExitUsage);
   }
   if (f.num_consumers == 0 && f.consumer_index != 0) return Fail("--consumer-index needs --num-consumers", kExitUsage);
   if (f.num_consumers > 0 && f.job_name.empty()) {
@@ -59,7 +61,8 @@ int RunRead(const ReadFlags& f) {
     return Fail("--cross-trainer-cache needs a --job-name shared by the trainers and a --trainer-id for this one",
                 kExitUsage);
   }
-  if (!f.cross_trainer_cache && !f.trainer_id.empty()) return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
+  if (!f.cross_trainer_cache && !f.trainer_id.empty())
+    return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
   // The dispatcher client and the data plane's clients (made by the reader) use it.
   if (auto st = ApplyClientSecurityFlags(f.security); !st.ok()) return Fail(st, kExitUsage);
 
@@ -72,9 +75,10 @@ int RunRead(const ReadFlags& f) {
   }
   if (f.num_consumers > 0) {
     if (*mode != service::PARALLEL_EPOCHS && *mode != service::DISTRIBUTED_EPOCH) {
-      return Fail("coordinated reads need --mode parallel_epochs or distributed_epoch (static sharding pins each "
-                  "reader to its local worker)",
-                  kExitUsage);
+      return Fail(
+          "coordinated reads need --mode parallel_epochs or distributed_epoch (static sharding pins each "
+          "reader to its local worker)",
+          kExitUsage);
     }
     service::CoordinatedReadOptions options;
     options.dataset_id = dataset_id;
@@ -86,10 +90,12 @@ int RunRead(const ReadFlags& f) {
     auto reader =
         service::CoordinatedReader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address));
     if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
-    const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output, [&] {
-      const int64_t n = (*reader)->rounds_substituted();
-      return n == 0 ? std::string() : fmt::format(" ({} round(s) served by another worker: theirs was lost)", n);
-    });
+    const int code = WriteElements(
+        [&](Element* e) { return (*reader)->Next(e); }, f.output,
+        [&] {
+          const int64_t n = (*reader)->rounds_substituted();
+          return n == 0 ? std::string() : fmt::format(" ({} round(s) served by another worker: theirs was lost)", n);
+        });
     (*reader)->Close();
     return code;
   }
@@ -106,13 +112,16 @@ int RunRead(const ReadFlags& f) {
   auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address));
   if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
   if (!(*reader)->warning().empty()) fmt::print(stderr, "tfdata: warning: {}\n", (*reader)->warning());
-  const int code = WriteElements([&](Element* e) { return (*reader)->Next(e); }, f.output, [&] {
-    const int64_t skipped = (*reader)->elements_skipped();
-    return DroppedSummary(**reader) +
-           (skipped == 0 ? std::string()
-                         : fmt::format(" ({} element(s) skipped: this trainer fell behind the cross-trainer cache "
-                                       "window)", skipped));
-  });
+  const int code = WriteElements(
+      [&](Element* e) { return (*reader)->Next(e); }, f.output,
+      [&] {
+        const int64_t skipped = (*reader)->elements_skipped();
+        return DroppedSummary(**reader) +
+               (skipped == 0 ? std::string()
+                             : fmt::format(" ({} element(s) skipped: this trainer fell behind the cross-trainer cache "
+                                           "window)",
+                                           skipped));
+      });
   (*reader)->Close();
   return ReadExitCode(code, **reader);
 }
@@ -125,9 +134,11 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("PIPELINE", f->pipeline, "Pipeline file to register and read (instead of --dataset-id)");
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--dataset-id", f->dataset_id, "A registered dataset's id");
-  sub->add_option("--mode", f->mode, "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
+  sub->add_option("--mode", f->mode,
+                  "Processing mode: parallel_epochs (alias off: every worker runs the whole pipeline) or "
                   "distributed_epoch (alias dynamic: the source is split among the workers, each element once), or a "
-                  "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")->capture_default_str();
+                  "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")
+      ->capture_default_str();
   sub->add_option("--job-name", f->job_name, "Share the job with other readers of this name");
   sub->add_option("--max-outstanding-requests", f->max_outstanding_requests,
                   "Element requests in flight, at most (coordinated reads: rounds fetched ahead)")

@@ -3,9 +3,9 @@
 #include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
-#include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/common/address.h"
 #include "lib/service/common/wire_compression.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
 
 namespace tfdata::cmd {
 namespace {
@@ -40,7 +40,8 @@ void AddRegisterCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--dispatcher", f->dispatcher, "Dispatcher address (HOST:PORT or grpc://HOST:PORT)")->required();
   sub->add_option("--dataset-id", f->dataset_id, "Choose the dataset id (default: assigned)");
   sub->add_option("--compression", f->compression,
-                  "How workers send the elements: none, snappy (compressed, but responses snappy cannot shrink by 1/8 travel plain), auto (compressed when the worker "
+                  "How workers send the elements: none, snappy (compressed, but responses snappy cannot shrink by 1/8 "
+                  "travel plain), auto (compressed when the worker "
                   "measures that it makes the transfer faster; never to readers on its host)")
       ->capture_default_str();
   AddSecurityFlags(sub, &f->security, service::SecurityRole::kClient);

@@ -7,7 +7,8 @@ void AddSecurityFlags(CLI::App* sub, service::SecurityFiles* files, service::Sec
   service::SecurityFiles& f = *files;
   switch (role) {
     case SecurityRole::kServer:
-      sub->add_option("--tls-cert", f.tls_cert, "PEM certificate this server presents: every RPC over TLS (with --tls-key)");
+      sub->add_option("--tls-cert", f.tls_cert,
+                      "PEM certificate this server presents: every RPC over TLS (with --tls-key)");
       sub->add_option("--tls-key", f.tls_key, "PEM private key of --tls-cert");
       sub->add_option("--tls-ca", f.tls_ca,
                       "PEM CA certificate(s): require clients to present a certificate signed by them (mutual TLS)");
@@ -22,8 +23,9 @@ void AddSecurityFlags(CLI::App* sub, service::SecurityFiles* files, service::Sec
       sub->add_option("--tls-ca", f.tls_ca,
                       "PEM CA certificate(s): the dispatcher's certificate must be signed by them, and so must the "
                       "certificates readers present (mutual TLS)");
-      sub->add_option("--auth-token-file", f.auth_token_file,
-                      "File holding a shared token: sent to the dispatcher, and calls that do not carry it are refused");
+      sub->add_option(
+          "--auth-token-file", f.auth_token_file,
+          "File holding a shared token: sent to the dispatcher, and calls that do not carry it are refused");
       break;
     case SecurityRole::kClient:
       sub->add_option("--tls-ca", f.tls_ca,

@@ -114,7 +114,8 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--heartbeat-interval", f->heartbeat_interval, "Time between heartbeats to the dispatcher")
       ->capture_default_str();
   sub->add_flag("--allow-plugins", f->allow_plugins, "Let pipelines load user functions from shared libraries");
-  sub->add_option("--tag", f->tags, "A tag for this worker (repeatable); readers can pick workers by tag (read --worker-tag)");
+  sub->add_option("--tag", f->tags,
+                  "A tag for this worker (repeatable); readers can pick workers by tag (read --worker-tag)");
   sub->add_option("--cross-trainer-cache-size", f->cross_trainer_cache_size,
                   "Cross-trainer cache jobs: the sliding window each task keeps, in bytes (e.g. 256MiB, 4GiB)")
       ->capture_default_str();

@@ -23,8 +23,10 @@ TEST_CASE("cast converts numeric dtypes like C++ conversions", "[functions]") {
   auto b = One("op { range { start: 2 stop: 3 } } op { map { fn { cast { dtype: BOOL } } } }");
   CHECK(b[0].dtype() == DType::kBool);
   CHECK(b[0].data<bool>()[0]);
-  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { cast { } } } }"), Catch::Contains("dtype is not set"));
-  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { cast { dtype: STRING } } } }"), Catch::Contains("STRING"));
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { cast { } } } }"),
+             Catch::Contains("dtype is not set"));
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { cast { dtype: STRING } } } }"),
+             Catch::Contains("STRING"));
   CHECK_THAT(BuildError(R"(op { from_tensor_slices { tensor { dtype: STRING string_values: ["a"] } } }
                            op { map { fn { cast { dtype: INT64 } } } })"),
              Catch::Contains("must be numeric"));
@@ -37,7 +39,8 @@ TEST_CASE("arith keeps the dtype and uses floor modulo", "[functions]") {
   auto f = One(R"(op { from_tensor_slices { tensor { dtype: FLOAT32 shape: [1, 2] float_values: [1, 4] } } }
                   op { map { fn { arith { op: DIV value: 2 } } fn { arith { op: MAX value: 1 } } } })");
   CHECK(f[0] == Tensor::Vector<float>({1.0f, 2.0f}));
-  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { arith { value: 1 } } } }"), Catch::Contains("op is not set"));
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { arith { value: 1 } } } }"),
+             Catch::Contains("op is not set"));
   CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { arith { component: 1 op: ADD value: 1 } } } }"),
              Catch::Contains("component 1 does not exist"));
 }
@@ -47,10 +50,13 @@ TEST_CASE("compare turns an element into a bool scalar", "[functions]") {
   REQUIRE(e.size() == 1);
   CHECK(e[0].dtype() == DType::kBool);
   CHECK(e[0].data<bool>()[0]);
-  CHECK_THAT(BuildError("op { range { stop: 4 } } op { batch { batch_size: 2 } } op { filter { fn { compare { op: LT value: 1 } } } }"),
+  CHECK_THAT(BuildError("op { range { stop: 4 } } op { batch { batch_size: 2 } } op { filter { fn { compare { op: LT "
+                        "value: 1 } } } }"),
              Catch::Contains("must be a scalar"));
   // Integers compare exactly beyond double precision.
-  auto big = One("op { range { start: 9007199254740993 stop: 9007199254740994 } } op { map { fn { compare { op: EQ value: 9007199254740992 } } } }");
+  auto big =
+      One("op { range { start: 9007199254740993 stop: 9007199254740994 } } op { map { fn { compare { op: EQ value: "
+          "9007199254740992 } } } }");
   CHECK_FALSE(big[0].data<bool>()[0]);
 }
 
@@ -74,7 +80,8 @@ TEST_CASE("spin and sleep take at least their time and keep the element", "[func
     CHECK(Int64Scalars(*r) == std::vector<int64_t>{0, 1, 2, 3, 4});
     CHECK(elapsed >= std::chrono::milliseconds(10));
   }
-  CHECK_THAT(BuildError("op { range { stop: 1 } } op { map { fn { sleep { micros: -1 } } } }"), Catch::Contains("micros"));
+  CHECK_THAT(BuildError("op { range { stop: 1 } } op { map { fn { sleep { micros: -1 } } } }"),
+             Catch::Contains("micros"));
 }
 
 TEST_CASE("integer DIV floors so that DIV and MOD agree", "[functions]") {
@@ -86,9 +93,14 @@ TEST_CASE("integer DIV floors so that DIV and MOD agree", "[functions]") {
 TEST_CASE("arith rejects values the dtype cannot hold", "[functions]") {
   CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { arith { op: MUL value: 1.5 } } } }"),
              Catch::Contains("not a valid int64"));
-  CHECK_THAT(BuildError("op { range { stop: 3 } } op { map { fn { cast { dtype: UINT8 } } fn { arith { op: ADD value: -1 } } } }"),
-             Catch::Contains("not a valid uint8"));
-  CHECK(BuildError("op { range { stop: 3 } } op { map { fn { cast { dtype: FLOAT32 } } fn { arith { op: MUL value: 1.5 } } } }").empty());
+  CHECK_THAT(
+      BuildError(
+          "op { range { stop: 3 } } op { map { fn { cast { dtype: UINT8 } } fn { arith { op: ADD value: -1 } } } }"),
+      Catch::Contains("not a valid uint8"));
+  CHECK(
+      BuildError(
+          "op { range { stop: 3 } } op { map { fn { cast { dtype: FLOAT32 } } fn { arith { op: MUL value: 1.5 } } } }")
+          .empty());
 }
 
 TEST_CASE("cast from float saturates and maps NaN to 0", "[functions]") {
@@ -105,7 +117,8 @@ TEST_CASE("inline tensors reject integers out of their dtype's range", "[functio
 }
 
 TEST_CASE("integer arith wraps instead of overflowing", "[functions]") {
-  auto e = One(R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [1, 2] int_values: [9223372036854775807, -9223372036854775808] } } }
+  auto e = One(
+      R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [1, 2] int_values: [9223372036854775807, -9223372036854775808] } } }
                   op { map { fn { arith { op: ADD value: 1 } } } })");
   CHECK(e[0] == Tensor::Vector<int64_t>({INT64_MIN, INT64_MIN + 1}));
   auto d = One(R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [1, 1] int_values: [-9223372036854775808] } } }

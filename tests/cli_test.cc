@@ -31,7 +31,8 @@ TEST_CASE("tfdata run --take, --format and --output", "[cli]") {
   auto null = RunTfdata({"run", dir.Join("p.pbtxt"), "--format", "null"});
   CHECK(null.out.empty());
   CHECK_THAT(null.err, Catch::Contains("3 elements"));
-  WriteFile(dir.Join("s.pbtxt"), R"(op { from_tensor_slices { tensor { dtype: STRING string_values: ["ab", "c"] } } })");
+  WriteFile(dir.Join("s.pbtxt"),
+            R"(op { from_tensor_slices { tensor { dtype: STRING string_values: ["ab", "c"] } } })");
   auto rec = RunTfdata({"run", dir.Join("s.pbtxt"), "--format", "tfrecord", "--output", dir.Join("out.tfrecord")});
   CHECK(rec.exit_code == 0);
   auto reader = TFRecordReader::Open(dir.Join("out.tfrecord"), Compression::kNone);
@@ -69,7 +70,8 @@ TEST_CASE("tfdata run: bad input exits non-zero with a clear message", "[cli]") 
 TEST_CASE("tfdata bench reports both rates and the impact estimate", "[cli]") {
   TempDir dir;
   WriteFile(dir.Join("slow.pbtxt"), "op { range { stop: 1000000 } } op { map { fn { sleep { micros: 1000 } } } }");
-  auto r = RunTfdata({"bench", dir.Join("slow.pbtxt"), "--duration", "0.3", "--warmup", "0", "--model-rate", "5000", "--json"});
+  auto r = RunTfdata(
+      {"bench", dir.Join("slow.pbtxt"), "--duration", "0.3", "--warmup", "0", "--model-rate", "5000", "--json"});
   REQUIRE(r.exit_code == 0);
   // A pipeline limited to ~1000 elements/s feeding a model that wants 5000/s is input-bound and
   // needs several workers; the replayed first element is far faster than the pipeline.
@@ -90,12 +92,12 @@ TEST_CASE("tfdata bench reports both rates and the impact estimate", "[cli]") {
 TEST_CASE("tfdata run: a pipeline with a user plugin, and a missing plugin", "[cli]") {
   TempDir dir;
   WriteFile(dir.Join("p.pbtxt"), std::string("op { range { stop: 3 } } op { map { fn { plugin { library: \"") +
-                                      TFDATA_EXAMPLE_PLUGIN + "\" function: \"scale\" config: \"10\" } } } }");
+                                     TFDATA_EXAMPLE_PLUGIN + "\" function: \"scale\" config: \"10\" } } } }");
   auto ok = RunTfdata({"run", dir.Join("p.pbtxt"), "-q"});
   CHECK(ok.exit_code == 0);
   CHECK(ok.out == "0\n10\n20\n");
-  WriteFile(dir.Join("missing.pbtxt"),
-            "op { range { stop: 3 } } op { map { fn { plugin { library: \"" + dir.Join("nope.so") + "\" function: \"scale\" } } } }");
+  WriteFile(dir.Join("missing.pbtxt"), "op { range { stop: 3 } } op { map { fn { plugin { library: \"" +
+                                           dir.Join("nope.so") + "\" function: \"scale\" } } } }");
   auto missing = RunTfdata({"run", dir.Join("missing.pbtxt")});
   CHECK(missing.exit_code == 3);
   CHECK_THAT(missing.err, Catch::Contains("nope.so"));

@@ -93,7 +93,8 @@ Agreement Check(const Rounds& r) {
 
 }  // namespace
 
-TEST_CASE("coordinated reads: every round's elements come from one worker, workers in rotation", "[coordinated][cluster]") {
+TEST_CASE("coordinated reads: every round's elements come from one worker, workers in rotation",
+          "[coordinated][cluster]") {
   TempDir dir;
   TestCluster cluster(3);
   const std::string ds = cluster.Register(VaryingLengthPipeline(dir));
@@ -133,19 +134,20 @@ TEST_CASE("coordinated reads: consumers get distinct elements of the round", "[c
   }
 }
 
-TEST_CASE("coordinated reads: distributed_epoch rounds come from one worker, each split from one worker", "[coordinated][cluster]") {
+TEST_CASE("coordinated reads: distributed_epoch rounds come from one worker, each split from one worker",
+          "[coordinated][cluster]") {
   // Dynamic sharding: the 3 workers share range(0, 10^8)'s splits of 65536 elements, batched by 64
   // so no batch spans two splits. The reads stay far inside the first epoch (workers run ahead into
   // a second epoch only after 10^8 elements), so no value may come twice, and no split may be
   // served by two workers (in parallel_epochs every worker would serve split 0).
   TestCluster cluster(3);
-  const std::string ds = cluster.Register(
-      "op { range { stop: 100000000 } } op { batch { batch_size: 64 } } op { repeat {} }");
+  const std::string ds =
+      cluster.Register("op { range { stop: 100000000 } } op { batch { batch_size: 64 } } op { repeat {} }");
   std::vector<std::unique_ptr<CoordinatedReader>> consumers;
   for (int i = 0; i < 3; ++i) consumers.push_back(NewConsumer(cluster, ds, 3, i, "dyn", service::DISTRIBUTED_EPOCH));
-  std::set<int64_t> firsts;                   // first value of each batch read
+  std::set<int64_t> firsts;                     // first value of each batch read
   std::map<int64_t, std::string> split_worker;  // split index -> the worker that served it
-  std::map<std::string, int> per_worker;       // rounds served
+  std::map<std::string, int> per_worker;        // rounds served
   std::vector<RoundInfo> infos(consumers.size());
   const int kRounds = 300;
   for (int k = 0; k < kRounds; ++k) {
@@ -173,7 +175,8 @@ TEST_CASE("coordinated reads: distributed_epoch rounds come from one worker, eac
   CHECK(split_worker.size() >= 3);
 }
 
-TEST_CASE("coordinated reads: a worker that joins mid-run enters the rotation at a later round", "[coordinated][cluster]") {
+TEST_CASE("coordinated reads: a worker that joins mid-run enters the rotation at a later round",
+          "[coordinated][cluster]") {
   TempDir dir;
   TestCluster cluster(1);
   const std::string ds = cluster.Register(VaryingLengthPipeline(dir));
@@ -198,7 +201,8 @@ TEST_CASE("coordinated reads: a worker that joins mid-run enters the rotation at
   for (int k = 0; k < 20; ++k) CHECK(r.info[0][k].worker_address == r.info[0][0].worker_address);
 }
 
-TEST_CASE("coordinated reads: a worker lost mid-run leaves the rotation without stalling anyone", "[coordinated][cluster]") {
+TEST_CASE("coordinated reads: a worker lost mid-run leaves the rotation without stalling anyone",
+          "[coordinated][cluster]") {
   TempDir dir;
   TestCluster cluster(3);
   const std::string ds = cluster.Register(VaryingLengthPipeline(dir));
@@ -229,7 +233,8 @@ TEST_CASE("coordinated reads: a worker lost mid-run leaves the rotation without 
   CHECK(consumers[0]->rounds_substituted() > 0);
 }
 
-TEST_CASE("coordinated reads: a consumer that stops for good holds the others back only until expiry", "[coordinated][cluster]") {
+TEST_CASE("coordinated reads: a consumer that stops for good holds the others back only until expiry",
+          "[coordinated][cluster]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
   config.buffer_bytes = 4096;  // the stopped consumer's untaken elements soon fill it

@@ -33,8 +33,7 @@ TEST_CASE("crc32c hardware and portable paths agree at every length and alignmen
   for (size_t start = 0; start < 9; ++start) {
     for (size_t len = 0; start + len <= data.size(); len += 13) {
       INFO("start " << start << " len " << len);
-      CHECK(Crc32cExtend(0, data.data() + start, len) ==
-            internal::Crc32cExtendPortable(0, data.data() + start, len));
+      CHECK(Crc32cExtend(0, data.data() + start, len) == internal::Crc32cExtendPortable(0, data.data() + start, len));
     }
   }
 }

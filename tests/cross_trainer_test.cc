@@ -68,7 +68,8 @@ TEST_CASE("cross-trainer cache: trainers reading in lock-step see identical sequ
   CHECK((*b)->elements_skipped() == 0);
 }
 
-TEST_CASE("cross-trainer cache: with two workers every trainer gets every worker's stream", "[cross_trainer][cluster]") {
+TEST_CASE("cross-trainer cache: with two workers every trainer gets every worker's stream",
+          "[cross_trainer][cluster]") {
   TestCluster cluster(2);
   const std::string ds = cluster.Register("op { range { stop: 300 } }");
   auto a = Trainer(cluster, ds, "a");
@@ -83,7 +84,8 @@ TEST_CASE("cross-trainer cache: with two workers every trainer gets every worker
   CHECK(ea == eb);
 }
 
-TEST_CASE("cross-trainer cache: a slow trainer skips ahead, reports it, and the window stays bounded", "[cross_trainer][cluster]") {
+TEST_CASE("cross-trainer cache: a slow trainer skips ahead, reports it, and the window stays bounded",
+          "[cross_trainer][cluster]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
   config.cross_trainer_cache_bytes = 2048;

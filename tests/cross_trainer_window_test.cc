@@ -35,7 +35,8 @@ TEST_CASE("cross-trainer window: trainers read the same sequence from their own 
   CHECK(Values(w.Take("a", 10, 15)) == std::vector<int64_t>{5});
 }
 
-TEST_CASE("cross-trainer window: a trainer that falls out of the window skips ahead and it is counted", "[cross_trainer]") {
+TEST_CASE("cross-trainer window: a trainer that falls out of the window skips ahead and it is counted",
+          "[cross_trainer]") {
   CrossTrainerWindow w(30);  // three elements of 10 bytes
   REQUIRE(w.Push(E(0), 10).ok());
   CHECK(Values(w.Take("slow", 1, 100)) == std::vector<int64_t>{0});

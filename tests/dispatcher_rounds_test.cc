@@ -198,13 +198,13 @@ TEST_CASE("dispatcher rounds: leases, joins at the highest limit, ends of lost w
   // Not reached by this history (coordinated reads, one repetition): a finished task, lost or
   // distributed_epoch split progress, a collected iteration, the cross-trainer cache. A field
   // added anywhere else fails here until dispatcher_state.cc's lists copy it.
-  for (const char* f : {"Task.finished", "Task.splits_assigned", "Task.splits_delivered", "Task.last_first",
-                        "Task.last_count", "Iteration.splits_lost", "Iteration.garbage_collected",
-                        "Iteration.next_split", "Iteration.repetition", "EpochSplit.epoch", "EpochSplit.next_split",
-                        "Job.cross_trainer_cache",
-                        // Splits a leaving worker gave back (tests/worker_leave_test.cc checks these).
-                        "Task.last_indices", "Task.epochs_ended", "Iteration.returned_splits",
-                        "EpochSplits.epoch", "EpochSplits.indices"}) {
+  for (const char* f :
+       {"Task.finished", "Task.splits_assigned", "Task.splits_delivered", "Task.last_first", "Task.last_count",
+        "Iteration.splits_lost", "Iteration.garbage_collected", "Iteration.next_split", "Iteration.repetition",
+        "EpochSplit.epoch", "EpochSplit.next_split", "Job.cross_trainer_cache",
+        // Splits a leaving worker gave back (tests/worker_leave_test.cc checks these).
+        "Task.last_indices", "Task.epochs_ended", "Iteration.returned_splits", "EpochSplits.epoch",
+        "EpochSplits.indices"}) {
     unset.erase(std::string("tfdata.service.StateSnapshot.") + f);
   }
   CHECK(unset == std::set<std::string>{});

@@ -54,11 +54,11 @@ TEST_CASE("dispatcher state: inconsistent records are rejected", "[dispatcher_st
   DispatcherState s;
   for (const char* r : kRecords) REQUIRE(s.Apply(U(r)).ok());
   for (const char* bad : {
-           R"(register_dataset { dataset_id: "1" fingerprint: "x" })",          // id taken
-           R"(register_worker { worker_address: "w1:1" })",                     // twice
-           R"(create_job { job_id: 5 dataset_id: "1" })",                       // id out of order
-           R"(create_job { job_id: 2 dataset_id: "nope" })",                    // unknown dataset
-           R"(create_job { job_id: 2 dataset_id: "1" job_name: "j" })",         // name taken
+           R"(register_dataset { dataset_id: "1" fingerprint: "x" })",              // id taken
+           R"(register_worker { worker_address: "w1:1" })",                         // twice
+           R"(create_job { job_id: 5 dataset_id: "1" })",                           // id out of order
+           R"(create_job { job_id: 2 dataset_id: "nope" })",                        // unknown dataset
+           R"(create_job { job_id: 2 dataset_id: "1" job_name: "j" })",             // name taken
            R"(create_task { task_id: 3 iteration_id: 1 worker_address: "w1:1" })",  // second task on w1
            R"(create_task { task_id: 3 iteration_id: 9 worker_address: "w1:1" })",  // unknown iteration
            R"(finish_task { task_id: 42 })",

@@ -59,8 +59,7 @@ DispatcherConfig Config(absl::Duration client_timeout, absl::Duration job_gc_tim
 
 }  // namespace
 
-TEST_CASE("dispatcher: a silent client is released after --client-timeout, then its job is collected",
-          "[dispatcher]") {
+TEST_CASE("dispatcher: a silent client is released after --client-timeout, then its job is collected", "[dispatcher]") {
   Fixture f(Config(absl::Seconds(10), absl::Seconds(30)));
   const int64_t client = f.NewClient();
   auto first = f.Heartbeat({});

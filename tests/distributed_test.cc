@@ -70,7 +70,8 @@ bool EachOnce(const std::vector<int64_t>& values, int64_t n) {
 
 }  // namespace
 
-TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 1 to 3 readers", "[distributed][cluster]") {
+TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 1 to 3 readers",
+          "[distributed][cluster]") {
   for (int workers : {1, 3, 5}) {
     TestCluster cluster(workers);
     const std::string id = cluster.Register("op { range { stop: 20000 } }");
@@ -83,7 +84,8 @@ TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 
   }
 }
 
-TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files, 1 to 5 workers, 1 or 3 readers", "[distributed][cluster]") {
+TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files, 1 to 5 workers, 1 or 3 readers",
+          "[distributed][cluster]") {
   TempDir dir;
   std::string files;
   std::map<std::string, int> expected;

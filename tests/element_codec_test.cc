@@ -69,8 +69,10 @@ TEST_CASE("codec round trips every dtype", "[codec]") {
 }
 
 TEST_CASE("codec round trips scalars, empty tensors and rank 3", "[codec]") {
-  CheckRoundTrip({Tensor::Scalar<int64_t>(42), Tensor::Scalar<bool>(true), Tensor::String("s"), Tensor::Scalar<double>(2.5)});
-  CheckRoundTrip({Tensor::Zeros(DType::kInt64, {0}), Tensor::Zeros(DType::kFloat32, {2, 0, 3}), Tensor::Strings({0}, {})});
+  CheckRoundTrip(
+      {Tensor::Scalar<int64_t>(42), Tensor::Scalar<bool>(true), Tensor::String("s"), Tensor::Scalar<double>(2.5)});
+  CheckRoundTrip(
+      {Tensor::Zeros(DType::kInt64, {0}), Tensor::Zeros(DType::kFloat32, {2, 0, 3}), Tensor::Strings({0}, {})});
   CheckRoundTrip({Tensor::FromVector<uint8_t>({2, 3, 4}, std::vector<uint8_t>(24, 7)),
                   Tensor::FromVector<float>({1, 2, 3}, {1, 2, 3, 4, 5, 6})});
   CheckRoundTrip({});  // an element with no components
@@ -209,7 +211,8 @@ TEST_CASE("codec: malformed frames name the problem and the byte", "[codec]") {
   CHECK_THAT(ErrorOf("\xE1\x01\x00\x00"s), Catch::Contains("invalid dtype 0"));
   CHECK_THAT(ErrorOf("\xE1\x01\x05\x21"s), Catch::Contains("rank 33 exceeds 32 at byte 3"));
   // A huge claimed dimension must not allocate: it fails against the remaining bytes.
-  CHECK_THAT(ErrorOf("\xE1\x01\x05\x01\xff\xff\xff\xff\xff\xff\x01\0\0\0\0\0"s), Catch::Contains("only 0 bytes remain"));
+  CHECK_THAT(ErrorOf("\xE1\x01\x05\x01\xff\xff\xff\xff\xff\xff\x01\0\0\0\0\0"s),
+             Catch::Contains("only 0 bytes remain"));
   CHECK_THAT(ErrorOf("\xE1\x01\x0c\x01\xff\xff\xff\xff\x0f"s), Catch::Contains("strings cannot fit"));
   // Dims above INT64_MAX, products that overflow, varints longer than 64 bits.
   CHECK_THAT(ErrorOf("\xE1\x01\x05\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"s), Catch::Contains("too large"));
@@ -218,7 +221,9 @@ TEST_CASE("codec: malformed frames name the problem and the byte", "[codec]") {
   CHECK_THAT(ErrorOf("\xE1\x01\x05\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02"s), Catch::Contains("overflows"));
   CHECK_THAT(ErrorOf("\xE1\x01\x01\x00\x00\x00\x00\x01\x00\x00\x02"s), Catch::Contains("nonzero padding"));
   CHECK_THAT(ErrorOf("\xE1\x01\x01\x00\x00\x00\x00\x00\x02"s), Catch::Contains("invalid bool value 2 at byte 8"));
-  CHECK_THAT(ErrorOf("\xE1\x01\x0c\x00\x05" "ab"s), Catch::Contains("string length 5 exceeds"));
+  CHECK_THAT(ErrorOf("\xE1\x01\x0c\x00\x05"
+                     "ab"s),
+             Catch::Contains("string length 5 exceeds"));
   CHECK_THAT(ErrorOf(""), Catch::Contains("truncated magic byte at byte 0"));
 }
 

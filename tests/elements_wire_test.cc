@@ -6,13 +6,11 @@
 
 #include "lib/core/element_codec.h"
 #include "lib/service/common/elements_wire.h"
-#include "tests/wire_util.h"
 #include "proto/service.pb.h"
+#include "tests/wire_util.h"
 
 namespace tfdata::service {
 namespace {
-
-
 
 GetElementsResult Sample() {
   GetElementsResult r;
@@ -58,7 +56,8 @@ TEST_CASE("elements wire: large payloads are referenced, and any split of the by
   const std::string bytes = Join(*encoded);
   for (size_t piece : {1, 3, 7, 64, 4099}) {
     std::vector<std::span<const uint8_t>> pieces;
-    for (size_t at = 0; at < bytes.size(); at += piece) pieces.push_back(Bytes(bytes).subspan(at, std::min(piece, bytes.size() - at)));
+    for (size_t at = 0; at < bytes.size(); at += piece)
+      pieces.push_back(Bytes(bytes).subspan(at, std::min(piece, bytes.size() - at)));
     auto out = DecodeElements(pieces);
     REQUIRE(out.ok());
     CHECK(out->elements == in.elements);
@@ -98,7 +97,8 @@ TEST_CASE("elements wire: malformed responses are DataLoss errors naming the byt
   }
   auto r = decode("\x0a\x05\xe1");
   REQUIRE(absl::IsDataLoss(r.status()));
-  CHECK(std::string(r.status().message()).find("length 5 exceeds the remaining 1 bytes at byte 1") != std::string::npos);
+  CHECK(std::string(r.status().message()).find("length 5 exceeds the remaining 1 bytes at byte 1") !=
+        std::string::npos);
   CHECK(absl::IsDataLoss(decode("\x0a\x01\x00").status()));  // a frame with a bad magic byte
   CHECK(absl::IsDataLoss(decode("\x08\x01").status()));      // field 1 as a varint
   CHECK(absl::IsDataLoss(decode("\x0b").status()));          // wire type 3 (groups)

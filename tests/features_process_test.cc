@@ -21,9 +21,9 @@ struct Cluster {
   std::vector<std::unique_ptr<Process>> workers;
 
   explicit Cluster(int n, const std::vector<std::string>& worker_flags = {}) {
-    dispatcher = std::make_unique<Process>(
-        std::vector<std::string>{"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-timeout", "1s"},
-        dir.Join("d"));
+    dispatcher = std::make_unique<Process>(std::vector<std::string>{"dispatcher", "--port", "0", "--port-file",
+                                                                    dir.Join("d.port"), "--worker-timeout", "1s"},
+                                           dir.Join("d"));
     addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
     workers = StartWorkers(dir, addr, n, worker_flags);
   }
@@ -60,8 +60,8 @@ TEST_CASE("processes: coordinated reads through tfdata read, and their flag erro
   // distributed_epoch: the two workers share the splits, so the consumers' values never repeat.
   std::set<std::string> values;
   for (const char* i : {"0", "1"}) {
-    auto r = c.Read(ds, {"--job-name", "dyn", "--mode", "distributed_epoch", "--num-consumers", "2",
-                         "--consumer-index", i, "--take", "12", "-q"});
+    auto r = c.Read(ds, {"--job-name", "dyn", "--mode", "distributed_epoch", "--num-consumers", "2", "--consumer-index",
+                         i, "--take", "12", "-q"});
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK(Lines(r.out) == 12);

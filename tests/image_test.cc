@@ -51,7 +51,8 @@ Tensor MakeImage(int64_t h, int64_t w, int64_t c, F f) {
 }
 
 Tensor Solid(int64_t h, int64_t w, std::vector<int> rgb) {
-  return MakeImage<uint8_t>(h, w, static_cast<int64_t>(rgb.size()), [&](int64_t, int64_t, int64_t ch) { return rgb[ch]; });
+  return MakeImage<uint8_t>(h, w, static_cast<int64_t>(rgb.size()),
+                            [&](int64_t, int64_t, int64_t ch) { return rgb[ch]; });
 }
 
 std::string Jpeg(const Tensor& image, int quality = 95) {
@@ -75,12 +76,12 @@ int MaxAbsDiff(const Tensor& a, const Tensor& b) {
 // 128 + 576 / 8 = 200. The progressive variant has only DC scans, repeated `scans` times
 // (libjpeg merely warns about the repeats).
 std::string HandMadeJpeg(bool progressive = false, int scans = 1) {
-  std::string b = "\xFF\xD8";                                                  // SOI
-  b += std::string("\xFF\xDB\x00\x43\x00", 5) + std::string(64, '\x01');     // DQT 0, all ones
-  b += std::string(progressive ? "\xFF\xC2" : "\xFF\xC0", 2);                  // SOF0 / SOF2
-  b += std::string("\x00\x0B\x08\x00\x08\x00\x08\x01\x01\x11\x00", 11);     // 8x8, 1 component
+  std::string b = "\xFF\xD8";                                                        // SOI
+  b += std::string("\xFF\xDB\x00\x43\x00", 5) + std::string(64, '\x01');             // DQT 0, all ones
+  b += std::string(progressive ? "\xFF\xC2" : "\xFF\xC0", 2);                        // SOF0 / SOF2
+  b += std::string("\x00\x0B\x08\x00\x08\x00\x08\x01\x01\x11\x00", 11);              // 8x8, 1 component
   b += std::string("\xFF\xC4\x00\x14\x00\x01", 6) + std::string(15, '\0') + "\x0A";  // DC: {10}
-  b += std::string("\xFF\xC4\x00\x14\x10\x01", 6) + std::string(16, '\0');          // AC: {EOB}
+  b += std::string("\xFF\xC4\x00\x14\x10\x01", 6) + std::string(16, '\0');           // AC: {EOB}
   for (int i = 0; i < scans; ++i) {
     if (progressive) {  // DC-only scan: Ss = Se = 0; bits: DC code 0, 576 (10 bits), padding
       b += std::string("\xFF\xDA\x00\x08\x01\x01\x00\x00\x00\x00", 10) + "\x48\x1F";
@@ -135,7 +136,8 @@ TEST_CASE("decode_jpeg converts Adobe CMYK files to RGB or gray", "[image]") {
 }
 
 TEST_CASE("decode_jpeg decodes a gradient closely at high quality", "[image]") {
-  const Tensor img = MakeImage<uint8_t>(32, 48, 3, [](int64_t y, int64_t x, int64_t c) { return x * 3 + y * 2 + c * 10; });
+  const Tensor img =
+      MakeImage<uint8_t>(32, 48, 3, [](int64_t y, int64_t x, int64_t c) { return x * 3 + y * 2 + c * 10; });
   Tensor decoded = Apply(*MakeDecode(0), Tensor::String(Jpeg(img, 100)));
   double total = 0;
   for (int64_t i = 0; i < img.num_elements(); ++i) total += std::abs(img.GetAsDouble(i) - decoded.GetAsDouble(i));
@@ -158,7 +160,8 @@ TEST_CASE("decode_jpeg decodes progressive files and bounds their scan count", "
 
 TEST_CASE("decode_jpeg reports truncated and garbage data as errors", "[image]") {
   auto fn = MakeDecode(0);
-  const std::string good = Jpeg(MakeImage<uint8_t>(16, 16, 3, [](int64_t y, int64_t x, int64_t c) { return y * 16 + x + c; }));
+  const std::string good =
+      Jpeg(MakeImage<uint8_t>(16, 16, 3, [](int64_t y, int64_t x, int64_t c) { return y * 16 + x + c; }));
   // Every prefix that cuts into the image data fails (only dropping the final EOI may pass).
   for (size_t n = 0; n + 2 < good.size(); ++n) {
     INFO("prefix of " << n << " bytes");
@@ -225,7 +228,8 @@ TEST_CASE("resize upsamples 2x2 to 4x4 bilinearly with half-pixel centers", "[im
 }
 
 TEST_CASE("resize downsamples 4x4 to 2x2 by averaging 2x2 blocks, per channel", "[image]") {
-  Tensor img = MakeImage<float>(4, 4, 2, [](int64_t y, int64_t x, int64_t c) { return (y * 4 + x) * (c == 0 ? 1 : -1); });
+  Tensor img =
+      MakeImage<float>(4, 4, 2, [](int64_t y, int64_t x, int64_t c) { return (y * 4 + x) * (c == 0 ? 1 : -1); });
   Tensor out = Apply(*MakeResizeFn(2, 2), img);
   CHECK(out.shape() == Shape{2, 2, 2});
   const std::vector<float> want = {2.5f, -2.5f, 4.5f, -4.5f, 10.5f, -10.5f, 12.5f, -12.5f};

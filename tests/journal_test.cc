@@ -242,7 +242,8 @@ TEST_CASE("journal: compaction rewrites the journal as one snapshot that restore
   {
     Dispatcher d(config);
     REQUIRE(d.Recover().ok());
-    for (int i = 0; i < 25; ++i) CHECK(Register(d, "op { range { stop: " + std::to_string(i + 1) + " } }") == std::to_string(i + 1));
+    for (int i = 0; i < 25; ++i)
+      CHECK(Register(d, "op { range { stop: " + std::to_string(i + 1) + " } }") == std::to_string(i + 1));
     WorkerHeartbeatRequest hb;
     hb.set_worker_address("w:1");
     WorkerHeartbeatResponse hb_resp;

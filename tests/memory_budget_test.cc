@@ -27,7 +27,9 @@ absl::StatusOr<std::vector<Element>> RunWithBudget(const std::string& text, std:
   return Collect(**ds, limit);
 }
 
-std::shared_ptr<MemoryBudget> Budget(int64_t bytes) { return std::make_shared<MemoryBudget>(bytes, "the test's limit"); }
+std::shared_ptr<MemoryBudget> Budget(int64_t bytes) {
+  return std::make_shared<MemoryBudget>(bytes, "the test's limit");
+}
 
 }  // namespace
 
@@ -74,8 +76,8 @@ TEST_CASE("memory budget: a batch larger than its input is one short batch, as i
 TEST_CASE("memory budget: a batch that can never fit fails at once, naming the op, the size and the limit",
           "[memory]") {
   auto budget = Budget(int64_t{4} << 30);
-  auto got = RunWithBudget("op { range { stop: 10 } } op { repeat {} } op { batch { batch_size: 99999999999 } }",
-                           budget, 1);
+  auto got =
+      RunWithBudget("op { range { stop: 10 } } op { repeat {} } op { batch { batch_size: 99999999999 } }", budget, 1);
   REQUIRE(absl::IsResourceExhausted(got.status()));
   CHECK(std::string(got.status().message()) ==
         "op 2 (batch): a batch of 99999999999 int64[] elements needs 745.1 GiB, over the test's limit of 4.0 GiB");
@@ -144,11 +146,10 @@ TEST_CASE("memory budget: an in-memory cache keeps its bytes while the dataset l
   CHECK(budget->held() == 0);
 }
 
-TEST_CASE("memory budget: padded shapes, resize, tokenize and threads are checked before they allocate",
-          "[memory]") {
+TEST_CASE("memory budget: padded shapes, resize, tokenize and threads are checked before they allocate", "[memory]") {
   auto budget = Budget(64 << 20);
-  auto padded = RunWithBudget(
-      "op { range { stop: 4 } } op { padded_batch { batch_size: 2 padded_shape { } } }", budget);
+  auto padded =
+      RunWithBudget("op { range { stop: 4 } } op { padded_batch { batch_size: 2 padded_shape { } } }", budget);
   REQUIRE(padded.ok());  // scalars: nothing to pad
   padded = RunWithBudget(
       "op { range { stop: 4 } } op { batch { batch_size: 2 } } "
@@ -218,10 +219,10 @@ TEST_CASE("memory budget: a task over its budget fails with the op's error, and 
   CHECK(ReadAll(**next).size() == 10);
 }
 
-TEST_CASE("tfdata run: the pipelines that used to abort or be OOM-killed exit 1 with the op's error",
-          "[memory][cli]") {
+TEST_CASE("tfdata run: the pipelines that used to abort or be OOM-killed exit 1 with the op's error", "[memory][cli]") {
   TempDir dir;
-  WriteFile(dir.Join("batch.pbtxt"), "op { range { stop: 10 } } op { repeat {} } op { batch { batch_size: 99999999999 } }");
+  WriteFile(dir.Join("batch.pbtxt"),
+            "op { range { stop: 10 } } op { repeat {} } op { batch { batch_size: 99999999999 } }");
   auto batch = RunTfdata({"run", dir.Join("batch.pbtxt")});
   CHECK(batch.exit_code == 1);
   CHECK_THAT(batch.err, Catch::Contains("op 2 (batch): a batch of 99999999999 int64[] elements needs 745.1 GiB"));

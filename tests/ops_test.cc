@@ -93,13 +93,15 @@ TEST_CASE("concatenate chains inputs and checks their types", "[ops]") {
 }
 
 TEST_CASE("map applies functions in order, sequential and parallel", "[ops]") {
-  CHECK(Ints("op { range { stop: 4 } } op { map { fn { arith { op: MUL value: 3 } } fn { arith { op: ADD value: 1 } } } }") ==
-        std::vector<int64_t>{1, 4, 7, 10});
+  CHECK(Ints("op { range { stop: 4 } } op { map { fn { arith { op: MUL value: 3 } } fn { arith { op: ADD value: 1 } } "
+             "} }") == std::vector<int64_t>{1, 4, 7, 10});
   std::vector<int64_t> expect;
   for (int i = 0; i < 500; ++i) expect.push_back(i * 2);
   // Parallel map keeps the input order by default even when elements take different times.
-  CHECK(Ints("op { range { stop: 500 } } op { map { num_parallel_calls: 4 fn { arith { op: MUL value: 2 } } } }") == expect);
-  CHECK(Ints("op { range { stop: 500 } } op { map { num_parallel_calls: -1 fn { arith { op: MUL value: 2 } } } }") == expect);
+  CHECK(Ints("op { range { stop: 500 } } op { map { num_parallel_calls: 4 fn { arith { op: MUL value: 2 } } } }") ==
+        expect);
+  CHECK(Ints("op { range { stop: 500 } } op { map { num_parallel_calls: -1 fn { arith { op: MUL value: 2 } } } }") ==
+        expect);
   // deterministic: false may reorder but never loses or duplicates.
   auto got = Ints(
       "op { range { stop: 200 } } op { map { num_parallel_calls: 3 deterministic: false fn { sleep { micros: 50 } } "
@@ -121,9 +123,10 @@ TEST_CASE("map errors surface with the failing element, also in parallel", "[ops
 }
 
 TEST_CASE("filter keeps elements whose predicate holds", "[ops]") {
-  CHECK(Ints("op { range { stop: 10 } } op { filter { fn { arith { op: MOD value: 3 } } fn { compare { op: EQ value: 0 } } } }") ==
-        std::vector<int64_t>{0, 3, 6, 9});
-  CHECK(Ints("op { range { stop: 10 } } op { filter { fn { compare { op: GE value: 7 } } } }") == std::vector<int64_t>{7, 8, 9});
+  CHECK(Ints("op { range { stop: 10 } } op { filter { fn { arith { op: MOD value: 3 } } fn { compare { op: EQ value: 0 "
+             "} } } }") == std::vector<int64_t>{0, 3, 6, 9});
+  CHECK(Ints("op { range { stop: 10 } } op { filter { fn { compare { op: GE value: 7 } } } }") ==
+        std::vector<int64_t>{7, 8, 9});
   CHECK(Ints("op { range { stop: 10 } } op { filter { fn { compare { op: GT value: 100 } } } }").empty());
   CHECK_THAT(BuildError("op { range { stop: 10 } } op { filter { fn { arith { op: ADD value: 1 } } } }"),
              Catch::Contains("bool scalar"));
@@ -169,11 +172,13 @@ TEST_CASE("padded_batch pads to the longest element or a fixed shape", "[ops]") 
   auto small = RunText(src + "op { padded_batch { batch_size: 3 padded_shape { dim: [2] } } }");
   REQUIRE_FALSE(small.ok());
   CHECK_THAT(std::string(small.status().message()), Catch::Contains("larger than padded_shape"));
-  CHECK_THAT(BuildError(src + "op { padded_batch { batch_size: 2 padded_shape { dim: [2, 2] } } }"), Catch::Contains("rank"));
+  CHECK_THAT(BuildError(src + "op { padded_batch { batch_size: 2 padded_shape { dim: [2, 2] } } }"),
+             Catch::Contains("rank"));
 }
 
 TEST_CASE("padded_batch pads rank-2 tensors in both dimensions", "[ops]") {
-  auto es = Elements(R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [2, 2, 2] int_values: [1, 2, 3, 4, 5, 6, 7, 8] } } }
+  auto es = Elements(
+      R"(op { from_tensor_slices { tensor { dtype: INT64 shape: [2, 2, 2] int_values: [1, 2, 3, 4, 5, 6, 7, 8] } } }
                         op { batch { batch_size: 1 } } op { unbatch { } }
                         op { padded_batch { batch_size: 2 padded_shape { dim: [3, -1] } } })");
   REQUIRE(es.size() == 1);
@@ -199,7 +204,8 @@ TEST_CASE("shuffle permutes, is seeded, and reshuffles each epoch", "[ops]") {
   auto two = Ints("op { range { stop: 50 } } op { shuffle { buffer_size: 50 seed: 1 } } op { repeat { count: 2 } }");
   CHECK(std::vector<int64_t>(two.begin(), two.begin() + 50) != std::vector<int64_t>(two.begin() + 50, two.end()));
   auto same = Ints(
-      "op { range { stop: 50 } } op { shuffle { buffer_size: 50 seed: 1 reshuffle_each_iteration: false } } op { repeat { count: 2 } }");
+      "op { range { stop: 50 } } op { shuffle { buffer_size: 50 seed: 1 reshuffle_each_iteration: false } } op { "
+      "repeat { count: 2 } }");
   CHECK(std::vector<int64_t>(same.begin(), same.begin() + 50) == std::vector<int64_t>(same.begin() + 50, same.end()));
   // A buffer larger than the data, and a buffer of 1 (no shuffling).
   CHECK(Ints("op { range { stop: 5 } } op { shuffle { buffer_size: 1000 seed: 3 } }").size() == 5);
@@ -213,7 +219,8 @@ TEST_CASE("repeat: a count, forever, and an empty input", "[ops]") {
   CHECK(Ints("op { range { stop: 3 } } op { repeat { } }", 10).size() == 10);
   // repeat forever of an empty pipeline ends instead of spinning.
   CHECK(Ints("op { range { stop: 0 } } op { repeat { } }").empty());
-  CHECK(Ints("op { range { stop: 5 } } op { filter { fn { compare { op: LT value: 0 } } } } op { repeat { } }").empty());
+  CHECK(
+      Ints("op { range { stop: 5 } } op { filter { fn { compare { op: LT value: 0 } } } } op { repeat { } }").empty());
   CHECK_THAT(BuildError("op { range { stop: 5 } } op { repeat { count: -2 } }"), Catch::Contains("count"));
 }
 
@@ -226,7 +233,8 @@ TEST_CASE("take and skip", "[ops]") {
   CHECK(Ints("op { range { stop: 5 } } op { skip { count: -1 } }").empty());
   CHECK(Ints("op { range { stop: 5 } } op { skip { count: 9 } }").empty());
   // take on an infinite pipeline ends.
-  CHECK(Ints("op { range { stop: 2 } } op { repeat { } } op { take { count: 5 } }") == std::vector<int64_t>{0, 1, 0, 1, 0});
+  CHECK(Ints("op { range { stop: 2 } } op { repeat { } } op { take { count: 5 } }") ==
+        std::vector<int64_t>{0, 1, 0, 1, 0});
 }
 
 TEST_CASE("shard keeps every n-th element", "[ops]") {
@@ -238,7 +246,9 @@ TEST_CASE("shard keeps every n-th element", "[ops]") {
 TEST_CASE("cache in memory replays the first complete pass", "[ops]") {
   // The sleep makes a recomputation observable through its seeded random crop... simpler: a
   // shuffled source gives a different order per pass unless the cache replays it.
-  auto es = Ints("op { range { stop: 20 } } op { shuffle { buffer_size: 20 seed: 5 } } op { cache { } } op { repeat { count: 2 } }");
+  auto es = Ints(
+      "op { range { stop: 20 } } op { shuffle { buffer_size: 20 seed: 5 } } op { cache { } } op { repeat { count: 2 } "
+      "}");
   REQUIRE(es.size() == 40);
   CHECK(std::vector<int64_t>(es.begin(), es.begin() + 20) == std::vector<int64_t>(es.begin() + 20, es.end()));
 }
@@ -273,7 +283,8 @@ TEST_CASE("take(1).cache().repeat() replays the first element forever", "[ops]")
 TEST_CASE("cache to a file writes once and is read by later runs", "[ops]") {
   TempDir dir;
   const std::string path = dir.Join("cache.bin");
-  const std::string p = "op { range { stop: 6 } } op { shuffle { buffer_size: 6 } } op { cache { filename: \"" + path + "\" } }";
+  const std::string p =
+      "op { range { stop: 6 } } op { shuffle { buffer_size: 6 } } op { cache { filename: \"" + path + "\" } }";
   auto first = Ints(p);
   auto second = Ints(p);  // a new build: its shuffle seed differs, but the file replays the first run
   CHECK(first == second);
@@ -295,7 +306,8 @@ TEST_CASE("prefetch yields the same elements", "[ops]") {
   CHECK(Ints("op { range { stop: 100 } } op { prefetch { buffer_size: 4 } }") == Ints("op { range { stop: 100 } }"));
   CHECK(Ints("op { range { stop: 3 } } op { prefetch { buffer_size: -1 } }").size() == 3);
   CHECK(Ints("op { range { stop: 3 } } op { prefetch { } }").size() == 3);  // 0: the default
-  CHECK_THAT(BuildError("op { range { stop: 3 } } op { prefetch { buffer_size: -2 } }"), Catch::Contains("buffer_size"));
+  CHECK_THAT(BuildError("op { range { stop: 3 } } op { prefetch { buffer_size: -2 } }"),
+             Catch::Contains("buffer_size"));
   // Abandoning a prefetching iterator of an infinite pipeline must not hang.
   auto ds = BuildText("op { range { stop: 3 } } op { repeat { } } op { prefetch { buffer_size: 2 } }");
   REQUIRE(ds.ok());
@@ -312,10 +324,12 @@ TEST_CASE("interleave cycles through sub-pipelines in blocks (tf.data order)", "
   CHECK(Ints("op { range { start: 1 stop: 4 } } op { interleave { cycle_length: 2 block_length: 2 " + body + " } }") ==
         std::vector<int64_t>{1, 1, 2, 2, 1, 2, 3, 3, 3});
   // Parallel deterministic interleave gives the same order.
-  CHECK(Ints("op { range { start: 1 stop: 4 } } op { interleave { cycle_length: 2 num_parallel_calls: 2 " + body + " } }") ==
-        std::vector<int64_t>{1, 2, 1, 2, 1, 2, 3, 3, 3});
-  auto nondet = Ints("op { range { start: 1 stop: 6 } } op { interleave { cycle_length: 3 num_parallel_calls: -1 deterministic: false " +
-                     body + " } }");
+  CHECK(Ints("op { range { start: 1 stop: 4 } } op { interleave { cycle_length: 2 num_parallel_calls: 2 " + body +
+             " } }") == std::vector<int64_t>{1, 2, 1, 2, 1, 2, 3, 3, 3});
+  auto nondet = Ints(
+      "op { range { start: 1 stop: 6 } } op { interleave { cycle_length: 3 num_parallel_calls: -1 deterministic: "
+      "false " +
+      body + " } }");
   std::sort(nondet.begin(), nondet.end());
   CHECK(nondet == std::vector<int64_t>{1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5});
   CHECK_THAT(BuildError("op { range { stop: 3 } } op { interleave { pipeline { op { range { stop: 2 } } } } }"),
@@ -345,7 +359,8 @@ TEST_CASE("list_files sorts, shuffles with a seed, and rejects no match", "[ops]
   auto s2 = Elements(shuffled);
   REQUIRE(s1.size() == 4);
   for (size_t i = 0; i < s1.size(); ++i) CHECK(s1[i][0] == s2[i][0]);
-  CHECK_THAT(BuildError("op { list_files { pattern: \"" + dir.path() + "/*.none\" } }"), Catch::Contains("matched no files"));
+  CHECK_THAT(BuildError("op { list_files { pattern: \"" + dir.path() + "/*.none\" } }"),
+             Catch::Contains("matched no files"));
 }
 
 TEST_CASE("text_line reads lines from inline files and upstream names", "[ops]") {
@@ -379,7 +394,8 @@ TEST_CASE("the fused range -> batch path gives the generic path's batches", "[op
   for (const std::string range : {"start: 3 stop: 2050 step: 1", "start: 100 stop: -3000 step: -7", "stop: 1024"}) {
     for (const std::string batch : {"batch_size: 1024", "batch_size: 1000 drop_remainder: true", "batch_size: 1"}) {
       auto fused = Elements("op { range { " + range + " } } op { batch { " + batch + " } }");
-      auto generic = Elements("op { range { " + range + " } } op { map { fn { arith { op: ADD value: 0 } } } } op { batch { " + batch + " } }");
+      auto generic = Elements("op { range { " + range +
+                              " } } op { map { fn { arith { op: ADD value: 0 } } } } op { batch { " + batch + " } }");
       REQUIRE(fused.size() == generic.size());
       for (size_t i = 0; i < fused.size(); ++i) CHECK(fused[i][0] == generic[i][0]);
     }

@@ -1,5 +1,5 @@
-#include <catch2/catch.hpp>
 #include <google/protobuf/text_format.h>
+#include <catch2/catch.hpp>
 
 #include <initializer_list>
 #include <string>
@@ -161,11 +161,11 @@ TEST_CASE("parse_example validates its spec at creation", "[parse_example]") {
 //     entry                            0a 0b  0a 01 's'  12 06
 //       Feature.bytes_list (1, LEN)    0a 04  BytesList.value (1, LEN) 0a 02 'h' 'i'
 TEST_CASE("a hand-encoded tf.train.Example parses (wire compatibility)", "[parse_example]") {
-  const std::string wire = Bytes({0x0a, 0x29,                                                             //
-                                  0x0a, 0x0b, 0x0a, 0x01, 'a', 0x12, 0x06, 0x1a, 0x04, 0x0a, 0x02, 0x01, 0x02,  //
-                                  0x0a, 0x0d, 0x0a, 0x01, 'f', 0x12, 0x08, 0x12, 0x06, 0x0a, 0x04, 0x00, 0x00,
-                                  0xc0, 0x3f,  //
-                                  0x0a, 0x0b, 0x0a, 0x01, 's', 0x12, 0x06, 0x0a, 0x04, 0x0a, 0x02, 'h', 'i'});
+  const std::string wire =
+      Bytes({0x0a, 0x29,                                                                               //
+             0x0a, 0x0b, 0x0a, 0x01, 'a', 0x12, 0x06, 0x1a, 0x04, 0x0a, 0x02, 0x01, 0x02,              //
+             0x0a, 0x0d, 0x0a, 0x01, 'f', 0x12, 0x08, 0x12, 0x06, 0x0a, 0x04, 0x00, 0x00, 0xc0, 0x3f,  //
+             0x0a, 0x0b, 0x0a, 0x01, 's', 0x12, 0x06, 0x0a, 0x04, 0x0a, 0x02, 'h',  'i'});
   auto fn = Make(R"(
     feature { name: "a" dtype: INT64 var_len: true }
     feature { name: "f" dtype: FLOAT32 }
@@ -181,8 +181,8 @@ TEST_CASE("a hand-encoded tf.train.Example parses (wire compatibility)", "[parse
   tensorflow::Int64List* ints = (*ex.mutable_features()->mutable_feature())["a"].mutable_int64_list();
   ints->add_value(1);
   ints->add_value(2);
-  CHECK(ex.SerializeAsString() == Bytes({0x0a, 0x0d, 0x0a, 0x0b, 0x0a, 0x01, 'a', 0x12, 0x06, 0x1a, 0x04, 0x0a,
-                                         0x02, 0x01, 0x02}));
+  CHECK(ex.SerializeAsString() ==
+        Bytes({0x0a, 0x0d, 0x0a, 0x0b, 0x0a, 0x01, 'a', 0x12, 0x06, 0x1a, 0x04, 0x0a, 0x02, 0x01, 0x02}));
 
   // Writers may also emit the unpacked encoding (one tag per value: 08 01 08 02).
   const std::string unpacked =

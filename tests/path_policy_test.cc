@@ -53,8 +53,10 @@ TEST_CASE("path policy: inside is allowed, outside by symlink or by .. is not", 
   CHECK(p->Check(dir.Join("data/new-cache-file")).ok());  // not there yet: its directory decides
   const absl::Status link = p->Check(dir.Join("data/link.txt"));
   CHECK(absl::IsPermissionDenied(link));
-  CHECK_THAT(std::string(link.message()), Catch::Contains("(" + dir.Join("secret.txt") + ") is outside the allowed "
-                                                          "paths (--allowed-path " + dir.Join("data") + ")"));
+  CHECK_THAT(std::string(link.message()), Catch::Contains("(" + dir.Join("secret.txt") +
+                                                          ") is outside the allowed "
+                                                          "paths (--allowed-path " +
+                                                          dir.Join("data") + ")"));
   CHECK(absl::IsPermissionDenied(p->Check(dir.Join("data/../secret.txt"))));
   CHECK(absl::IsPermissionDenied(p->Check(dir.Join("data-other/x"))));  // a prefix is not a parent
   CHECK(absl::IsPermissionDenied(p->Check("/etc/shadow")));
@@ -76,8 +78,9 @@ TEST_CASE("path policy: list_files, tfrecord, text_line, cache and vocab files a
   CHECK_THAT(std::string(etc.status().message()), Catch::Contains("op 0 (list_files): a file it matched, /etc/"));
   auto shadow = RunAllowed("op { tfrecord { file: \"/etc/shadow\" } }", data);
   REQUIRE(absl::IsPermissionDenied(shadow.status()));
-  CHECK_THAT(std::string(shadow.status().message()),
-             Catch::Contains("op 0 (tfrecord): /etc/shadow is outside the allowed paths (--allowed-path " + data + ")"));
+  CHECK_THAT(
+      std::string(shadow.status().message()),
+      Catch::Contains("op 0 (tfrecord): /etc/shadow is outside the allowed paths (--allowed-path " + data + ")"));
   // A file name from an upstream element is checked when it is opened.
   auto upstream = RunAllowed(
       "op { from_tensor_slices { tensor { dtype: STRING string_values: [\"/etc/passwd\"] } } } op { text_line {} }",

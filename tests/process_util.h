@@ -20,7 +20,8 @@ namespace tfdata::testing {
 // destructor if still running.
 class Process {
  public:
-  Process(const std::vector<std::string>& args, const std::string& log_prefix) : out_(log_prefix + ".out"), err_(log_prefix + ".err") {
+  Process(const std::vector<std::string>& args, const std::string& log_prefix)
+      : out_(log_prefix + ".out"), err_(log_prefix + ".err") {
     RequireTestKind("process");
     pid_ = fork();
     if (pid_ == 0) {

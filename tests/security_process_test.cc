@@ -27,8 +27,7 @@ void OpenSsl(const std::vector<std::string>& args) {
 void MakeCertificate(const TempDir& dir, const std::string& ca, const std::string& name, const std::string& usage) {
   OpenSsl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-noenc", "-keyout",
            dir.Join(name + ".key"), "-out", dir.Join(name + ".csr"), "-subj", "/CN=" + name});
-  WriteFile(dir.Join(name + ".ext"),
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=" + usage + "\n");
+  WriteFile(dir.Join(name + ".ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=" + usage + "\n");
   OpenSsl({"x509", "-req", "-in", dir.Join(name + ".csr"), "-CA", dir.Join(ca + ".crt"), "-CAkey",
            dir.Join(ca + ".key"), "-CAcreateserial", "-days", "2", "-extfile", dir.Join(name + ".ext"), "-out",
            dir.Join(name + ".crt")});
@@ -64,22 +63,23 @@ constexpr char kRange[] = "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n";
 
 }  // namespace
 
-TEST_CASE("security: a cluster over mutual TLS reads, and refuses clients without the CA, with another CA or "
-          "without a certificate",
-          "[security][process]") {
+TEST_CASE(
+    "security: a cluster over mutual TLS reads, and refuses clients without the CA, with another CA or "
+    "without a certificate",
+    "[security][process]") {
   TempDir dir;
   MakeCertificates(dir);
-  const std::vector<std::string> server_tls = {"--tls-cert", dir.Join("server.crt"), "--tls-key",
-                                               dir.Join("server.key"), "--tls-ca", dir.Join("ca.crt")};
-  Process dispatcher(Concat({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--host", "127.0.0.1"},
-                            server_tls),
-                     dir.Join("d"));
+  const std::vector<std::string> server_tls = {
+      "--tls-cert", dir.Join("server.crt"), "--tls-key", dir.Join("server.key"), "--tls-ca", dir.Join("ca.crt")};
+  Process dispatcher(
+      Concat({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--host", "127.0.0.1"}, server_tls),
+      dir.Join("d"));
   const std::string addr = "localhost:" + WaitForPort(dir.Join("d.port"));
   CHECK_THAT(dispatcher.out(), Catch::Contains("(mutual TLS)"));
   auto workers = StartWorkers(dir, addr, 1, server_tls);
   CHECK_THAT(workers[0]->out(), Catch::Contains("(mutual TLS)"));
 
-  const std::vector<std::string> client_tls = {"--tls-ca", dir.Join("ca.crt"), "--tls-cert", dir.Join("client.crt"),
+  const std::vector<std::string> client_tls = {"--tls-ca",  dir.Join("ca.crt"),    "--tls-cert", dir.Join("client.crt"),
                                                "--tls-key", dir.Join("client.key")};
   auto reg = RunTfdata(Concat({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr}, client_tls));
   INFO(reg.err);
@@ -125,16 +125,16 @@ TEST_CASE("security: TLS without client certificates refuses a client without th
                      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));  // the certificate names the IP too
   CHECK_THAT(dispatcher.out(), Catch::Contains("(TLS)"));
-  auto reg = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--tls-ca",
-                        dir.Join("ca.crt")});
+  auto reg =
+      RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--tls-ca", dir.Join("ca.crt")});
   INFO(reg.err);
   CHECK(reg.exit_code == 0);
   CHECK(reg.out == "1\n");
   auto plain = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr});
   CHECK(plain.exit_code == 1);
   CHECK_THAT(plain.err, Catch::Contains("the server may use TLS: give the client its CA (--tls-ca)"));
-  auto bench = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.1",
-                          "--warmup", "0"});
+  auto bench = RunTfdata(
+      {"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.1", "--warmup", "0"});
   CHECK(bench.exit_code == 1);
   CHECK_THAT(bench.err, Catch::Contains("the server may use TLS"));
 }
@@ -148,8 +148,8 @@ TEST_CASE("security: the shared token is checked on every call of both services"
                      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
   auto workers = StartWorkers(dir, addr, 1, {"--auth-token-file", dir.Join("token")});
-  auto reg = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--auth-token-file",
-                        dir.Join("token")});
+  auto reg = RunTfdata(
+      {"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--auth-token-file", dir.Join("token")});
   INFO(reg.err);
   REQUIRE(reg.exit_code == 0);
 
@@ -196,8 +196,7 @@ TEST_CASE("security: the shared token is checked on every call of both services"
   }
 
   // A worker without the token cannot register: the dispatcher refuses its heartbeats.
-  Process stranger({"worker", "--dispatcher", addr, "--port-file", dir.Join("s.port"), "--heartbeat-interval",
-                    "100ms"},
+  Process stranger({"worker", "--dispatcher", addr, "--port-file", dir.Join("s.port"), "--heartbeat-interval", "100ms"},
                    dir.Join("s"));
   WaitForPort(dir.Join("s.port"));
   CHECK(WaitFor([&] { return stranger.err().find("missing or wrong auth token") != std::string::npos; }));

@@ -27,8 +27,8 @@ namespace {
 std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const std::string& work,
                                                       const std::string& port, const std::string& log,
                                                       const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"dispatcher", "--port", port, "--port-file", dir.Join("d.port"), "--host",
-                                   "127.0.0.1", "--work-dir", work, "--fault-tolerant"};
+  std::vector<std::string> args = {"dispatcher", "--port",    port,         "--port-file", dir.Join("d.port"),
+                                   "--host",     "127.0.0.1", "--work-dir", work,          "--fault-tolerant"};
   args.insert(args.end(), extra.begin(), extra.end());
   return std::make_unique<Process>(args, dir.Join(log));
 }
@@ -53,8 +53,9 @@ TEST_CASE("processes: dispatcher, two workers, register and read", "[service][pr
                      dir.Join("d"));
   const std::string addr = "localhost:" + WaitForPort(dir.Join("d.port"));
   CHECK_THAT(dispatcher.out(), Catch::Contains("dispatcher listening on grpc://127.0.0.1:"));
-  Process w1({"worker", "--dispatcher", "grpc://" + addr, "--port-file", dir.Join("w1.port"),
-              "--heartbeat-interval", "100ms"}, dir.Join("w1"));
+  Process w1(
+      {"worker", "--dispatcher", "grpc://" + addr, "--port-file", dir.Join("w1.port"), "--heartbeat-interval", "100ms"},
+      dir.Join("w1"));
   WaitForPort(dir.Join("w1.port"));
 
   auto reg = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr});
@@ -62,7 +63,8 @@ TEST_CASE("processes: dispatcher, two workers, register and read", "[service][pr
   CHECK(reg.out == "1\n");
   auto again = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr});
   CHECK(again.out == "1\n");
-  auto chosen = RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--dataset-id", "r10"});
+  auto chosen =
+      RunTfdata({"register", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--dataset-id", "r10"});
   CHECK(chosen.out == "r10\n");
   WriteFile(dir.Join("r5.pbtxt"), "op { range { stop: 5 } }");
   auto conflict = RunTfdata({"register", dir.Join("r5.pbtxt"), "--dispatcher", addr, "--dataset-id", "r10"});
@@ -113,8 +115,8 @@ TEST_CASE("processes: tfdata bench --dispatcher measures through a live cluster"
   CHECK_THAT(bench.out, Catch::Contains("\"service\": {\"throughput\": {\"elements\": "));
   CHECK_THAT(bench.out, Catch::Contains("\"workers\": 1"));
   CHECK_THAT(bench.out, !Catch::Contains("\"service\": {\"throughput\": {\"elements\": 0,"));
-  auto table = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.2",
-                          "--warmup", "0"});
+  auto table = RunTfdata(
+      {"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.2", "--warmup", "0"});
   CHECK(table.exit_code == 0);
   CHECK_THAT(table.out, Catch::Contains("through the service (1 worker(s))"));
   auto unreachable = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", "127.0.0.1:1",
@@ -194,15 +196,15 @@ TEST_CASE("processes: distributed_epoch over three workers, then with a worker k
 TEST_CASE("processes: static sharding with a fixed worker list, and a worker not on it", "[service][process]") {
   TempDir dir;
   // Reserve a port for the listed worker by letting one worker pick it, then listing that address.
-  Process probe({"worker", "--dispatcher", "127.0.0.1:1", "--port", "0", "--port-file", dir.Join("p.port"),
-                 "--host", "127.0.0.1", "--worker-address", "127.0.0.1:%port%"},
+  Process probe({"worker", "--dispatcher", "127.0.0.1:1", "--port", "0", "--port-file", dir.Join("p.port"), "--host",
+                 "127.0.0.1", "--worker-address", "127.0.0.1:%port%"},
                 dir.Join("p"));
   const std::string port = WaitForPort(dir.Join("p.port"));
   probe.Signal(SIGTERM);
   probe.Wait();
-  Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-addresses",
-                      "127.0.0.1:" + port},
-                     dir.Join("d"));
+  Process dispatcher(
+      {"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-addresses", "127.0.0.1:" + port},
+      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
   Process listed({"worker", "--dispatcher", addr, "--port", port, "--host", "127.0.0.1", "--worker-address",
                   "127.0.0.1:%port%", "--heartbeat-interval", "100ms"},
@@ -276,22 +278,23 @@ TEST_CASE("processes: --exit-when-idle ends a dispatcher and a worker once their
   CHECK_THAT(dispatcher.err(), Catch::Contains("exiting (--exit-when-idle)"));
 }
 
-TEST_CASE("processes: restarts of a parallel_epochs dispatcher, fault-tolerant and not", "[service][process][journal]") {
+TEST_CASE("processes: restarts of a parallel_epochs dispatcher, fault-tolerant and not",
+          "[service][process][journal]") {
   TempDir dir;
   for (const bool fault_tolerant : {true, false}) {
     INFO("fault tolerant: " << fault_tolerant);
     const std::string tag = fault_tolerant ? "ft" : "mem";
-    std::vector<std::string> args = {"dispatcher", "--port", "0", "--port-file", dir.Join(tag + ".port"),
-                                     "--host", "127.0.0.1"};
+    std::vector<std::string> args = {"dispatcher", "--port",   "0", "--port-file", dir.Join(tag + ".port"),
+                                     "--host",     "127.0.0.1"};
     if (fault_tolerant) {
       args.insert(args.end(), {"--work-dir", dir.Join("work"), "--fault-tolerant"});
     }
     auto dispatcher = std::make_unique<Process>(args, dir.Join(tag + "-d1"));
     const std::string port = WaitForPort(dir.Join(tag + ".port"));
     const std::string addr = "127.0.0.1:" + port;
-    Process worker({"worker", "--dispatcher", addr, "--port-file", dir.Join(tag + "-w.port"), "--heartbeat-interval",
-                    "100ms"},
-                   dir.Join(tag + "-w"));
+    Process worker(
+        {"worker", "--dispatcher", addr, "--port-file", dir.Join(tag + "-w.port"), "--heartbeat-interval", "100ms"},
+        dir.Join(tag + "-w"));
     WaitForPort(dir.Join(tag + "-w.port"));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     // About 2 s of elements from the one worker.
@@ -308,8 +311,9 @@ TEST_CASE("processes: restarts of a parallel_epochs dispatcher, fault-tolerant a
     INFO(reader.err());
     // The worker noticed the restart (a new incarnation id) and said what it means.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    CHECK_THAT(worker.err(), Catch::Contains(fault_tolerant ? "the dispatcher restarted (fault-tolerant: its jobs continue)"
-                                                            : "the dispatcher restarted (it kept no state)"));
+    CHECK_THAT(worker.err(),
+               Catch::Contains(fault_tolerant ? "the dispatcher restarted (fault-tolerant: its jobs continue)"
+                                              : "the dispatcher restarted (it kept no state)"));
     if (fault_tolerant) {
       // The job survived: the reader read the worker's whole pass, once.
       CHECK(code == 0);
@@ -358,7 +362,8 @@ TEST_CASE("processes: fault-tolerant dispatcher and a worker both killed mid-epo
   std::set<int64_t> seen;
   bool no_duplicate = true;
   std::istringstream lines(reader.out());
-  for (std::string line; std::getline(lines, line);) no_duplicate = seen.insert(std::stoll(line)).second && no_duplicate;
+  for (std::string line; std::getline(lines, line);)
+    no_duplicate = seen.insert(std::stoll(line)).second && no_duplicate;
   CHECK(no_duplicate);
   // The summary counts the splits lost with the killed worker; every missing element is in one.
   const std::string err = reader.err();
@@ -371,7 +376,8 @@ TEST_CASE("processes: fault-tolerant dispatcher and a worker both killed mid-epo
   for (int64_t v = 0; v < n; ++v) {
     if (!seen.contains(v)) missing_splits.insert(v / split_size);
   }
-  INFO(seen.size() << " delivered; " << missing_splits.size() << " splits with missing elements; " << lost << " counted lost");
+  INFO(seen.size() << " delivered; " << missing_splits.size() << " splits with missing elements; " << lost
+                   << " counted lost");
   CHECK(!missing_splits.empty());
   CHECK(static_cast<int64_t>(missing_splits.size()) <= lost);
 }
@@ -382,10 +388,10 @@ TEST_CASE("processes: parallel_epochs, a worker killed and a new one started mid
                      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
   auto start = [&](const std::string& name) {
-    auto w = std::make_unique<Process>(std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file",
-                                                                dir.Join(name + ".port"), "--heartbeat-interval",
-                                                                "100ms"},
-                                       dir.Join(name));
+    auto w =
+        std::make_unique<Process>(std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file",
+                                                           dir.Join(name + ".port"), "--heartbeat-interval", "100ms"},
+                                  dir.Join(name));
     WaitForPort(dir.Join(name + ".port"));
     return w;
   };

@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "lib/service/common/address.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/common/address.h"
 #include "tests/test_cluster.h"
 #include "tests/test_util.h"
 
@@ -34,24 +34,25 @@ TEST_CASE("service: transports are a registry, and the tests run against every r
   auto unknown = service::MakeDataTransferClient("carrier-pigeon", "localhost:1");
   REQUIRE(!unknown.ok());
   CHECK(absl::IsInvalidArgument(unknown.status()));
-  CHECK_THAT(std::string(unknown.status().message()), Catch::Contains("unknown data transfer protocol \"carrier-pigeon\""));
+  CHECK_THAT(std::string(unknown.status().message()),
+             Catch::Contains("unknown data transfer protocol \"carrier-pigeon\""));
   // A transport registered by name is what a reader with that protocol uses.
   static std::atomic<int> calls{0};
-  service::RegisterTransport("counting", [](const std::string& address)
-                                             -> absl::StatusOr<std::unique_ptr<service::DataTransferClient>> {
-    struct Counting : service::DataTransferClient {
-      std::unique_ptr<service::DataTransferClient> inner;
-      absl::StatusOr<service::GetElementsResult> GetElements(const service::GetElementsRequest& req) override {
-        ++calls;
-        return inner->GetElements(req);
-      }
-    };
-    auto inner = service::MakeDataTransferClient("local", address);
-    if (!inner.ok()) return inner.status();
-    auto c = std::make_unique<Counting>();
-    c->inner = *std::move(inner);
-    return c;
-  });
+  service::RegisterTransport(
+      "counting", [](const std::string& address) -> absl::StatusOr<std::unique_ptr<service::DataTransferClient>> {
+        struct Counting : service::DataTransferClient {
+          std::unique_ptr<service::DataTransferClient> inner;
+          absl::StatusOr<service::GetElementsResult> GetElements(const service::GetElementsRequest& req) override {
+            ++calls;
+            return inner->GetElements(req);
+          }
+        };
+        auto inner = service::MakeDataTransferClient("local", address);
+        if (!inner.ok()) return inner.status();
+        auto c = std::make_unique<Counting>();
+        c->inner = *std::move(inner);
+        return c;
+      });
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 10 } }");
   auto reader = cluster.NewReader(id, "", "counting");
@@ -62,7 +63,8 @@ TEST_CASE("service: transports are a registry, and the tests run against every r
 
 TEST_CASE("service: parallel_epochs with two workers gives each element twice", "[service][cluster]") {
   TestCluster cluster(2);
-  const std::string id = cluster.Register("op { range { stop: 1000 } } op { batch { batch_size: 10 } } op { unbatch {} }");
+  const std::string id =
+      cluster.Register("op { range { stop: 1000 } } op { batch { batch_size: 10 } } op { unbatch {} }");
   auto reader = cluster.NewReader(id);
   REQUIRE(reader.ok());
   auto counts = Counts(Int64Scalars(ReadAll(**reader)));
@@ -102,7 +104,7 @@ TEST_CASE("service: readers sharing a job name split the elements, none twice", 
   auto vb = Int64Scalars(eb);
   values.insert(values.end(), vb.begin(), vb.end());
   auto counts = Counts(values);
-  REQUIRE(counts.size() == 20000);  // the union is everything the two workers produced...
+  REQUIRE(counts.size() == 20000);                  // the union is everything the two workers produced...
   for (const auto& [v, n] : counts) CHECK(n == 2);  // ...once per worker, none duplicated by sharing
   CHECK(!ea.empty());
   CHECK(!eb.empty());
@@ -163,7 +165,8 @@ TEST_CASE("service: a worker stopped mid-job is dropped and the read finishes fr
   CHECK(WaitFor([&] { return cluster.dispatcher().NumWorkers() == 1; }));
 }
 
-TEST_CASE("service: a worker restarted mid-job rejoins as a new worker and reads from the beginning", "[service][cluster]") {
+TEST_CASE("service: a worker restarted mid-job rejoins as a new worker and reads from the beginning",
+          "[service][cluster]") {
   TestCluster cluster(2);
   const std::string id = cluster.Register("op { range { stop: 50000 } }");
   auto reader = cluster.NewReader(id);

@@ -113,16 +113,19 @@ TEST_CASE("splits: unsplittable sources are errors naming the op", "[splits]") {
     CHECK(absl::IsInvalidArgument(plan.status()));
     return std::string(plan.status().message());
   };
-  CHECK_THAT(err("op { zip { input { op { range { stop: 5 } } } input { op { range { stop: 5 } } op { take { count: 2 } } } } }"),
+  CHECK_THAT(err("op { zip { input { op { range { stop: 5 } } } input { op { range { stop: 5 } } op { take { count: 2 "
+                 "} } } } }"),
              Catch::Contains("distributed_epoch cannot split op 0 (zip) > input 1"));
-  CHECK_THAT(err("op { concatenate { input { op { range { stop: 5 } } } input { op { zip { input { op { range { stop: 1 } } } "
-                 "input { op { range { stop: 1 } } op { repeat {} } } } } } } }"),
-             Catch::Contains("op 0 (concatenate) > input 1 > op 0 (zip) > input 1"));
+  CHECK_THAT(
+      err("op { concatenate { input { op { range { stop: 5 } } } input { op { zip { input { op { range { stop: 1 } } } "
+          "input { op { range { stop: 1 } } op { repeat {} } } } } } } }"),
+      Catch::Contains("op 0 (concatenate) > input 1 > op 0 (zip) > input 1"));
 }
 
 TEST_CASE("splits: a split-fed source runs the rest of the pipeline over all splits, a new epoch per repeat",
           "[splits]") {
-  const auto p = ParsedPipeline("op { range { stop: 100 } } op { batch { batch_size: 30 } } op { repeat { count: 2 } }");
+  const auto p =
+      ParsedPipeline("op { range { stop: 100 } } op { batch { batch_size: 30 } } op { repeat { count: 2 } }");
   auto plan = SplitPlan::Create(p, BuildOptions{});
   REQUIRE(plan.ok());
   auto provider = std::make_shared<FakeProvider>(*plan);
@@ -144,7 +147,8 @@ TEST_CASE("splits: a split-fed source runs the rest of the pipeline over all spl
 }
 
 TEST_CASE("splits: a bad split is an error, not a crash", "[splits]") {
-  const auto p = ParsedPipeline("op { concatenate { input { op { range { stop: 5 } } } input { op { range { stop: 5 } } } } }");
+  const auto p =
+      ParsedPipeline("op { concatenate { input { op { range { stop: 5 } } } input { op { range { stop: 5 } } } } }");
   service::Split s;
   s.set_input(7);
   CHECK(absl::IsInvalidArgument(SourcePipelineForSplit(p.op(0), s).status()));

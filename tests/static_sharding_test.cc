@@ -79,7 +79,8 @@ TEST_CASE("static sharding: the rewrite for each policy", "[sharding]") {
   CHECK(w1->op(0).tfrecord().file(1) == "d");
   CHECK(w1->op(1).has_take());
 
-  auto listed = ParsedPipeline("op { list_files { pattern: '/x/*' } } op { tfrecord {} } op { batch { batch_size: 2 } }");
+  auto listed =
+      ParsedPipeline("op { list_files { pattern: '/x/*' } } op { tfrecord {} } op { batch { batch_size: 2 } }");
   auto l = ApplyStaticSharding(listed, service::SHARD_FILE_OR_DATA, 3, 2);
   REQUIRE(l.ok());
   REQUIRE(l->op_size() == 4);
@@ -95,7 +96,8 @@ TEST_CASE("static sharding: the rewrite for each policy", "[sharding]") {
   CHECK(d->op(2).shard().index() == 3);
 
   auto hinted = ParsedPipeline(
-      "op { zip { input { op { range { stop: 10 } } op { shard { hint: true } } } input { op { range { stop: 10 } } } } }"
+      "op { zip { input { op { range { stop: 10 } } op { shard { hint: true } } } input { op { range { stop: 10 } } } "
+      "} }"
       " op { shard { num_shards: 7 index: 1 } }");
   auto h = ApplyStaticSharding(hinted, service::SHARD_HINT, 5, 4);
   REQUIRE(h.ok());
@@ -141,7 +143,8 @@ TEST_CASE("static sharding: data, file_or_data and hint on range give each eleme
   CHECK(all->size() == 3000);
 }
 
-TEST_CASE("static sharding: file and file_or_data on a file set give each record once", "[sharding][service][cluster]") {
+TEST_CASE("static sharding: file and file_or_data on a file set give each record once",
+          "[sharding][service][cluster]") {
   TempDir dir;
   std::map<std::string, int> expected;
   auto paths = WriteFiles(dir, 5, 20, &expected);
@@ -187,5 +190,6 @@ TEST_CASE("static sharding: too few files, no worker list, and an unknown worker
   auto reader = open.NewReader(o);
   REQUIRE_FALSE(reader.ok());
   CHECK(absl::IsFailedPrecondition(reader.status()));
-  CHECK_THAT(std::string(reader.status().message()), Catch::Contains("needs a dispatcher started with --worker-addresses"));
+  CHECK_THAT(std::string(reader.status().message()),
+             Catch::Contains("needs a dispatcher started with --worker-addresses"));
 }

@@ -12,8 +12,8 @@
 
 #include "lib/pipeline/loader.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
-#include "tests/test_util.h"
 #include "spdlog/spdlog.h"
+#include "tests/test_util.h"
 
 namespace tfdata::testing {
 
@@ -57,7 +57,8 @@ std::unique_ptr<service::WorkerServer> TestCluster::StartWorker(int port) {
 }
 
 void TestCluster::WaitForWorkers(size_t n) {
-  for (int i = 0; i < 400 && dispatcher().NumWorkers() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < 400 && dispatcher().NumWorkers() < n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   REQUIRE(dispatcher().NumWorkers() >= n);
 }
 

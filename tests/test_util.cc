@@ -55,8 +55,8 @@ void RequireTestKind(const std::string& needs) {
   if (kind == nullptr) return;
   auto rank = [](const std::string& k) { return k == "process" ? 2 : k == "cluster" ? 1 : 0; };
   if (rank(kind) < rank(needs)) {
-    FAIL("this test runs " << (needs == "process" ? "a process" : "the test cluster") << " but ctest labels it "
-                           << kind << ": tag it [" << needs << "] (tests/test_util.h)");
+    FAIL("this test runs " << (needs == "process" ? "a process" : "the test cluster") << " but ctest labels it " << kind
+                           << ": tag it [" << needs << "] (tests/test_util.h)");
   }
 }
 

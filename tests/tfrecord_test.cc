@@ -1,5 +1,5 @@
-#include <catch2/catch.hpp>
 #include <zlib.h>
+#include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
@@ -223,8 +223,8 @@ TEST_CASE("an absurd length never allocates it", "[tfrecord]") {
   // uncompressed (size check) and compressed (incremental reads). The masked crc32c of
   // 00 00 00 00 00 00 00 40 is 0x00f0857f (independent Python one-off).
   TempDir dir;
-  const std::string rec = std::string("\x00\x00\x00\x00\x00\x00\x00\x40", 8) +
-                          std::string("\x7f\x85\xf0\x00", 4) + "some data";
+  const std::string rec =
+      std::string("\x00\x00\x00\x00\x00\x00\x00\x40", 8) + std::string("\x7f\x85\xf0\x00", 4) + "some data";
   const std::string path = dir.Join("huge");
   for (Compression c : {Compression::kNone, Compression::kGzip}) {
     INFO(CompressionName(c));

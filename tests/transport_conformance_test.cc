@@ -137,8 +137,8 @@ TEST_CASE("transport conformance: a compressed dataset's elements arrive unchang
   for (const std::string& name : Transports()) {
     INFO("transport " << name);
     // Batches of small integers: snappy shrinks them, so the response does travel compressed.
-    const std::string id =
-        cluster.Register("op { range { stop: 4000 } } op { batch { batch_size: 400 } }", "", service::COMPRESSION_SNAPPY);
+    const std::string id = cluster.Register("op { range { stop: 4000 } } op { batch { batch_size: 400 } }", "",
+                                            service::COMPRESSION_SNAPPY);
     const service::TaskInfo task = OneTask(cluster, id);
     auto client = service::MakeDataTransferClient(name, task.worker_address());
     REQUIRE(client.ok());

@@ -7,9 +7,9 @@
 
 #include "lib/core/element_codec.h"
 #include "lib/service/common/elements_wire.h"
-#include "tests/wire_util.h"
 #include "lib/service/common/wire_compression.h"
 #include "proto/service.pb.h"
+#include "tests/wire_util.h"
 
 namespace tfdata::service {
 namespace {
@@ -20,7 +20,8 @@ absl::StatusOr<GetElementsResult> Decode(const std::string& s) {
 
 std::vector<Element> Compressible(int n) {
   std::vector<Element> out;
-  for (int i = 0; i < n; ++i) out.push_back({Tensor::Vector<float>(std::vector<float>(4096, 0.0f)), Tensor::String("label")});
+  for (int i = 0; i < n; ++i)
+    out.push_back({Tensor::Vector<float>(std::vector<float>(4096, 0.0f)), Tensor::String("label")});
   return out;
 }
 std::vector<Element> Incompressible(int n) {
@@ -34,7 +35,8 @@ std::vector<Element> Incompressible(int n) {
   return out;
 }
 
-TEST_CASE("wire compression: compressed responses are protobuf and decode to the same elements", "[wire][compression]") {
+TEST_CASE("wire compression: compressed responses are protobuf and decode to the same elements",
+          "[wire][compression]") {
   GetElementsResult in;
   in.elements = Compressible(3);
   in.elements.push_back({Tensor::Scalar<int64_t>(42)});
@@ -54,7 +56,8 @@ TEST_CASE("wire compression: compressed responses are protobuf and decode to the
   CHECK(bytes.size() < 3000);
   for (size_t piece : {1, 5, 100, 100000}) {
     std::vector<std::span<const uint8_t>> pieces;
-    for (size_t at = 0; at < bytes.size(); at += piece) pieces.push_back(Bytes(bytes).subspan(at, std::min(piece, bytes.size() - at)));
+    for (size_t at = 0; at < bytes.size(); at += piece)
+      pieces.push_back(Bytes(bytes).subspan(at, std::min(piece, bytes.size() - at)));
     auto out = DecodeElements(pieces);
     REQUIRE(out.ok());
     CHECK(out->elements == want);
@@ -151,10 +154,10 @@ TEST_CASE("wire compression: auto compresses compressible streams on slow links 
   const double gigabit = 125e6, loopback = 20e9;
   const CompressionSample text{1 << 20, 0.4, 500e6, 1500e6};
   const CompressionSample random{1 << 20, 1.0, 800e6, 3000e6};
-  CHECK(ShouldCompress(text, gigabit));                // 125 MB/s -> min(500, 1500, 312) MB/s
-  CHECK_FALSE(ShouldCompress(random, gigabit));        // saves nothing
-  CHECK_FALSE(ShouldCompress(text, 450e6));            // 450 -> min(500, 1500, 1125) = 500: not 20% better
-  CHECK_FALSE(ShouldCompress(text, loopback));         // faster than snappy compresses
+  CHECK(ShouldCompress(text, gigabit));          // 125 MB/s -> min(500, 1500, 312) MB/s
+  CHECK_FALSE(ShouldCompress(random, gigabit));  // saves nothing
+  CHECK_FALSE(ShouldCompress(text, 450e6));      // 450 -> min(500, 1500, 1125) = 500: not 20% better
+  CHECK_FALSE(ShouldCompress(text, loopback));   // faster than snappy compresses
   CHECK_FALSE(ShouldCompress(CompressionSample{}, gigabit));
   CHECK(CompressedThroughput(text, gigabit) == Approx(312.5e6));
 }

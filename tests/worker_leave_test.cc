@@ -128,8 +128,8 @@ TEST_CASE("worker leave: the dispatcher removes it at once and gives its unstart
       received += static_cast<int64_t>(got.size());
     }
     std::set<int64_t> unique(all.begin(), all.end());
-    CHECK(unique.size() == all.size());    // nothing twice
-    CHECK(unique.size() == 64 - 2);        // all but the ones a had: 0 delivered, 1 lost
+    CHECK(unique.size() == all.size());  // nothing twice
+    CHECK(unique.size() == 64 - 2);      // all but the ones a had: 0 delivered, 1 lost
     CHECK(!unique.contains(0));
     CHECK(!unique.contains(1));
   }

@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <grpcpp/grpcpp.h>
+#include <catch2/catch.hpp>
 
 #include "lib/service/common/host_util.h"
 #include "proto/service.grpc.pb.h"
@@ -126,8 +126,9 @@ service::GetElementsResponse RawGet(const std::string& address, int64_t task_id)
   return resp;
 }
 
-constexpr char kZeros[] = "op { range { stop: 1000000 } } op { map { fn { arith { op: MUL value: 0 } } } } "
-                          "op { batch { batch_size: 512 } }";
+constexpr char kZeros[] =
+    "op { range { stop: 1000000 } } op { map { fn { arith { op: MUL value: 0 } } } } "
+    "op { batch { batch_size: 512 } }";
 
 }  // namespace
 
@@ -166,7 +167,8 @@ TEST_CASE("compression: snappy datasets travel compressed and read back the same
   }
 }
 
-TEST_CASE("compression: auto measures the stream and compresses for remote readers when it pays", "[compression][cluster]") {
+TEST_CASE("compression: auto measures the stream and compresses for remote readers when it pays",
+          "[compression][cluster]") {
   TestCluster cluster(0);
   service::WorkerConfig config;
   config.link_bytes_per_s = 1e6;  // a slow link: snappy beats it even on a loaded machine

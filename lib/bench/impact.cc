@@ -38,7 +38,8 @@ absl::StatusOr<Throughput> MeasureReads(const std::function<absl::StatusOr<bool>
   using Clock = std::chrono::steady_clock;
   const auto measure_from =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup_s));
-  const auto until = measure_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration_s));
+  const auto until =
+      measure_from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(duration_s));
   Throughput t;
   bool measuring = warmup_s <= 0;
   auto measuring_since = Clock::now();
@@ -139,13 +140,15 @@ std::string FormatImpactTable(const ImpactReport& r) {
 
 std::string FormatImpactJson(const ImpactReport& r) {
   auto tp = [](const Throughput& t) {
-    return fmt::format(R"({{"elements": {}, "bytes": {}, "seconds": {:.6f}, "elements_per_s": {:.3f}, "bytes_per_s": {:.3f}}})",
-                       t.elements, t.bytes, t.seconds, t.elements_per_s(), t.bytes_per_s());
+    return fmt::format(
+        R"({{"elements": {}, "bytes": {}, "seconds": {:.6f}, "elements_per_s": {:.3f}, "bytes_per_s": {:.3f}}})",
+        t.elements, t.bytes, t.seconds, t.elements_per_s(), t.bytes_per_s());
   };
-  std::string out = fmt::format(R"({{"pipeline": {}, "replay": {}, "cores": {})", tp(r.pipeline), tp(r.replay), r.cores);
+  std::string out =
+      fmt::format(R"({{"pipeline": {}, "replay": {}, "cores": {})", tp(r.pipeline), tp(r.replay), r.cores);
   if (r.service) {
-    out += fmt::format(R"(, "service": {{"throughput": {}, "workers": {}, "dispatcher": "{}"}})", tp(r.service->throughput),
-                       r.service->workers, r.service->dispatcher);
+    out += fmt::format(R"(, "service": {{"throughput": {}, "workers": {}, "dispatcher": "{}"}})",
+                       tp(r.service->throughput), r.service->workers, r.service->dispatcher);
   }
   if (r.model_rate) {
     out += fmt::format(

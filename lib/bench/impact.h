@@ -39,8 +39,8 @@ pipeline::Pipeline WithReplayFirstElement(const pipeline::Pipeline& pipeline);
 pipeline::Pipeline WithRepeat(const pipeline::Pipeline& pipeline);
 
 struct ImpactReport {
-  Throughput pipeline;                // the pipeline in this process
-  Throughput replay;                  // with take(1).cache().repeat()
+  Throughput pipeline;  // the pipeline in this process
+  Throughput replay;    // with take(1).cache().repeat()
   // Measured through a live cluster (`--dispatcher`): the pipeline repeated, read by one reader.
   struct Service {
     Throughput throughput;
@@ -48,12 +48,12 @@ struct ImpactReport {
     std::string dispatcher;
   };
   std::optional<Service> service;
-  std::optional<double> model_rate;   // elements/s the model consumes when input is free
+  std::optional<double> model_rate;  // elements/s the model consumes when input is free
   int cores = 1;
   // Filled when model_rate is known:
   bool input_bound = false;
-  double training_rate_now = 0;       // min(model, pipeline)
-  double training_rate_service = 0;   // min(model, replay): the rate with enough workers
+  double training_rate_now = 0;      // min(model, pipeline)
+  double training_rate_service = 0;  // min(model, replay): the rate with enough workers
   double speedup = 1;
   int64_t workers_needed = 1;
   std::vector<std::string> assumptions;

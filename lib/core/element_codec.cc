@@ -55,8 +55,8 @@ void PutVarint(Sink& sink, uint64_t v) {
 absl::Status CheckEncodable(const Element& element) {
   for (size_t i = 0; i < element.size(); ++i) {
     if (element[i].rank() > kMaxRank) {
-      return absl::InvalidArgumentError(fmt::format("cannot encode component {} ({}): rank exceeds {}", i,
-                                                    element[i].TypeString(), kMaxRank));
+      return absl::InvalidArgumentError(
+          fmt::format("cannot encode component {} ({}): rank exceeds {}", i, element[i].TypeString(), kMaxRank));
     }
   }
   return absl::OkStatus();

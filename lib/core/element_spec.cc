@@ -29,8 +29,7 @@ ElementSpec SpecOf(const Element& element) {
 absl::StatusOr<ElementSpec> MergeSpecs(const ElementSpec& a, const ElementSpec& b) {
   if (a.unknown || b.unknown) return ElementSpec::Unknown();
   if (a.components.size() != b.components.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("element types differ: ", a.DebugString(), " vs ", b.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat("element types differ: ", a.DebugString(), " vs ", b.DebugString()));
   }
   ElementSpec out;
   for (size_t i = 0; i < a.components.size(); ++i) {

@@ -17,21 +17,16 @@ size_t DTypeSize(DType dtype) {
   switch (dtype) {
     case DType::kBool:
     case DType::kInt8:
-    case DType::kUInt8:
-      return 1;
+    case DType::kUInt8: return 1;
     case DType::kInt16:
-    case DType::kUInt16:
-      return 2;
+    case DType::kUInt16: return 2;
     case DType::kInt32:
     case DType::kUInt32:
-    case DType::kFloat32:
-      return 4;
+    case DType::kFloat32: return 4;
     case DType::kInt64:
     case DType::kUInt64:
-    case DType::kFloat64:
-      return 8;
-    case DType::kString:
-      return 0;
+    case DType::kFloat64: return 8;
+    case DType::kString: return 0;
   }
   return 0;
 }
@@ -60,7 +55,8 @@ absl::StatusOr<DType> DTypeFromName(std::string_view name) {
     if (std::string_view(DTypeName(d)) == name) return d;
   }
   if (name == "bytes") return DType::kString;
-  return absl::InvalidArgumentError(fmt::format("unknown dtype '{}' (expected one of bool, int8..int64, uint8..uint64, float32, float64, string)", name));
+  return absl::InvalidArgumentError(fmt::format(
+      "unknown dtype '{}' (expected one of bool, int8..int64, uint8..uint64, float32, float64, string)", name));
 }
 
 bool IsValidDType(uint8_t raw) { return raw >= 1 && raw <= 12; }
@@ -123,16 +119,16 @@ Tensor Tensor::Zeros(DType dtype, Shape shape) {
   return t;
 }
 
-absl::StatusOr<Tensor> Tensor::FromBuffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer,
-                                          size_t offset, size_t bytes) {
+absl::StatusOr<Tensor> Tensor::FromBuffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset,
+                                          size_t bytes) {
   if (dtype == DType::kString) return absl::InvalidArgumentError("FromBuffer: string tensors have no buffer");
   for (int64_t d : shape) {
     if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension in shape ", ShapeString(shape)));
   }
   const size_t want = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
   if (want != bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor ", DTypeName(dtype), ShapeString(shape), " needs ",
-                                                   want, " bytes, got ", bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor ", DTypeName(dtype), ShapeString(shape), " needs ", want, " bytes, got ", bytes));
   }
   if (bytes > 0 && (!buffer || offset > buffer->size() || buffer->size() - offset < bytes)) {
     return absl::InvalidArgumentError("tensor bytes lie outside their buffer");
@@ -225,8 +221,7 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t index) const {
 
 absl::StatusOr<Tensor> Tensor::Reshape(Shape shape) const {
   if (NumElements(shape) != num_elements()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot reshape ", ShapeString(shape_), " to ", ShapeString(shape)));
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", ShapeString(shape_), " to ", ShapeString(shape)));
   }
   Tensor t = *this;
   t.shape_ = std::move(shape);
@@ -331,8 +326,8 @@ absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& tensors) {
   shape.insert(shape.begin(), static_cast<int64_t>(tensors.size()));
   for (const auto& t : tensors) {
     if (t.dtype() != first.dtype() || t.shape() != first.shape()) {
-      return absl::InvalidArgumentError(absl::StrCat("cannot batch tensors of different types: ",
-                                                     first.TypeString(), " and ", t.TypeString(),
+      return absl::InvalidArgumentError(absl::StrCat("cannot batch tensors of different types: ", first.TypeString(),
+                                                     " and ", t.TypeString(),
                                                      " (use padded_batch for varying shapes)"));
     }
   }

@@ -51,18 +51,52 @@ bool IsInteger(DType dtype);
 bool IsFloat(DType dtype);
 
 // Maps C++ types to dtypes for the typed accessors.
-template <typename T> struct DTypeOf;
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
-template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::kInt8; };
-template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::kInt16; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kUInt8; };
-template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::kUInt16; };
-template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::kUInt32; };
-template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::kUInt64; };
-template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
+template <typename T>
+struct DTypeOf;
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::kBool;
+};
+template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::kInt8;
+};
+template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::kInt16;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::kInt32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::kInt64;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::kUInt8;
+};
+template <>
+struct DTypeOf<uint16_t> {
+  static constexpr DType value = DType::kUInt16;
+};
+template <>
+struct DTypeOf<uint32_t> {
+  static constexpr DType value = DType::kUInt32;
+};
+template <>
+struct DTypeOf<uint64_t> {
+  static constexpr DType value = DType::kUInt64;
+};
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::kFloat32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::kFloat64;
+};
 
 // An immutable-once-shared block of bytes, 64-byte aligned. Buffers can also wrap memory owned
 // by someone else (e.g. a received message) through `owner`, which is kept alive with them.
@@ -104,8 +138,8 @@ class Tensor {
   // A zero-initialized numeric tensor, or a tensor of empty strings.
   static Tensor Zeros(DType dtype, Shape shape);
   // A numeric tensor over an existing buffer region: `bytes` must equal NumElements(shape) * size.
-  static absl::StatusOr<Tensor> FromBuffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer,
-                                           size_t offset, size_t bytes);
+  static absl::StatusOr<Tensor> FromBuffer(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t offset,
+                                           size_t bytes);
   // A string tensor from its values (row-major).
   static Tensor Strings(Shape shape, std::vector<std::string> values);
   static Tensor String(std::string value) { return Strings({}, {std::move(value)}); }
@@ -145,11 +179,17 @@ class Tensor {
   uint8_t* mutable_raw();
 
   template <typename T>
-  const T* data() const { return reinterpret_cast<const T*>(raw()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(raw());
+  }
   template <typename T>
-  T* mutable_data() { return reinterpret_cast<T*>(mutable_raw()); }
+  T* mutable_data() {
+    return reinterpret_cast<T*>(mutable_raw());
+  }
   template <typename T>
-  std::span<const T> values() const { return {data<T>(), static_cast<size_t>(num_elements())}; }
+  std::span<const T> values() const {
+    return {data<T>(), static_cast<size_t>(num_elements())};
+  }
 
   // String values (row-major). Empty for numeric tensors.
   const std::vector<std::string>& strings() const;

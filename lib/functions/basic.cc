@@ -1,7 +1,7 @@
 // Small built-in functions: cast, arith, compare, select, spin and sleep.
 #include <chrono>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -18,7 +18,8 @@ absl::Status NumericSpec(std::string_view fn, int component, const ElementSpec& 
   if (in.unknown) return absl::OkStatus();
   const TensorSpec& t = in.components[static_cast<size_t>(component)];
   if (t.dtype == DType::kString) {
-    return absl::InvalidArgumentError(fmt::format("{}: component {} must be numeric, got {}", fn, component, t.DebugString()));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: component {} must be numeric, got {}", fn, component, t.DebugString()));
   }
   return absl::OkStatus();
 }
@@ -103,8 +104,8 @@ class ArithFn : public Function {
              value_ < static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
     });
     if (!representable) {
-      return absl::InvalidArgumentError(
-          fmt::format("arith: value {} is not a valid {} (cast the component to a float type first)", value_, DTypeName(dtype)));
+      return absl::InvalidArgumentError(fmt::format(
+          "arith: value {} is not a valid {} (cast the component to a float type first)", value_, DTypeName(dtype)));
     }
     if ((op_ == pipeline::DIV || op_ == pipeline::MOD) && value_ == 0) {
       return absl::InvalidArgumentError("arith: integer division by zero");
@@ -205,7 +206,8 @@ class CompareFn : public Function {
     TFD_RETURN_IF_ERROR(NumericTensor(name(), component_, e));
     const Tensor& t = e[static_cast<size_t>(component_)];
     if (t.rank() != 0) {
-      return absl::InvalidArgumentError(fmt::format("compare: component {} must be a scalar, got {}", component_, t.TypeString()));
+      return absl::InvalidArgumentError(
+          fmt::format("compare: component {} must be a scalar, got {}", component_, t.TypeString()));
     }
     // Integers compare exactly as int64 when the value is integral (doubles lose precision past 2^53).
     bool r;
@@ -316,12 +318,14 @@ absl::StatusOr<std::unique_ptr<Function>> MakeSelect(const pipeline::Select& spe
 }
 
 absl::StatusOr<std::unique_ptr<Function>> MakeSpin(const pipeline::Spin& spec) {
-  if (spec.micros() < 0) return absl::InvalidArgumentError(fmt::format("spin: micros must be >= 0, got {}", spec.micros()));
+  if (spec.micros() < 0)
+    return absl::InvalidArgumentError(fmt::format("spin: micros must be >= 0, got {}", spec.micros()));
   return std::make_unique<DelayFn>(true, spec.micros());
 }
 
 absl::StatusOr<std::unique_ptr<Function>> MakeSleep(const pipeline::Sleep& spec) {
-  if (spec.micros() < 0) return absl::InvalidArgumentError(fmt::format("sleep: micros must be >= 0, got {}", spec.micros()));
+  if (spec.micros() < 0)
+    return absl::InvalidArgumentError(fmt::format("sleep: micros must be >= 0, got {}", spec.micros()));
   return std::make_unique<DelayFn>(false, spec.micros());
 }
 

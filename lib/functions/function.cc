@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<Function>> CreateFunction(const pipeline::Functio
 
 absl::Status CheckComponent(std::string_view fn, int component, size_t num_components) {
   if (component < 0 || static_cast<size_t>(component) >= num_components) {
-    return absl::InvalidArgumentError(fmt::format(
-        "{}: component {} does not exist; the element has {} component(s)", fn, component, num_components));
+    return absl::InvalidArgumentError(
+        fmt::format("{}: component {} does not exist; the element has {} component(s)", fn, component, num_components));
   }
   return absl::OkStatus();
 }

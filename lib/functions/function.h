@@ -14,8 +14,8 @@
 #include "absl/status/statusor.h"
 #include "lib/core/element_spec.h"
 #include "lib/core/memory_budget.h"
-#include "lib/io/path_policy.h"
 #include "lib/core/tensor.h"
+#include "lib/io/path_policy.h"
 #include "proto/pipeline.pb.h"
 
 namespace tfdata {

@@ -195,8 +195,8 @@ absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int6
   const int64_t height = d.cinfo.image_height;
   const int64_t width = d.cinfo.image_width;
   if (height * width > max_pixels) {
-    return absl::InvalidArgumentError(fmt::format(
-        "decode_jpeg: image is {}x{} pixels, more than the limit of {}", height, width, max_pixels));
+    return absl::InvalidArgumentError(
+        fmt::format("decode_jpeg: image is {}x{} pixels, more than the limit of {}", height, width, max_pixels));
   }
   const bool cmyk = d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK;
   const bool gray_source = d.cinfo.jpeg_color_space == JCS_GRAYSCALE;
@@ -208,8 +208,8 @@ absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int6
   const int decoded_channels = d.cinfo.output_components;
   if (d.cinfo.output_height != height || d.cinfo.output_width != width ||
       decoded_channels != (cmyk ? 4 : out_channels)) {
-    return absl::InternalError(fmt::format("decode_jpeg: unexpected libjpeg output {}x{}x{}",
-                                           d.cinfo.output_height, d.cinfo.output_width, decoded_channels));
+    return absl::InternalError(fmt::format("decode_jpeg: unexpected libjpeg output {}x{}x{}", d.cinfo.output_height,
+                                           d.cinfo.output_width, decoded_channels));
   }
 
   const size_t pixels = static_cast<size_t>(height * width);
@@ -244,8 +244,8 @@ absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int6
 absl::StatusOr<std::unique_ptr<Function>> MakeDecodeJpeg(const pipeline::DecodeJpeg& spec, MemoryScope memory) {
   TFD_RETURN_IF_ERROR(CheckComponentArg("decode_jpeg", spec.component()));
   if (spec.channels() != 0 && spec.channels() != 1 && spec.channels() != 3) {
-    return absl::InvalidArgumentError(fmt::format(
-        "decode_jpeg: channels must be 0 (as stored), 1 (grayscale) or 3 (RGB), got {}", spec.channels()));
+    return absl::InvalidArgumentError(
+        fmt::format("decode_jpeg: channels must be 0 (as stored), 1 (grayscale) or 3 (RGB), got {}", spec.channels()));
   }
   return std::make_unique<DecodeJpegFn>(spec.component(), spec.channels(), std::move(memory));
 }

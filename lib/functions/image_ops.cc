@@ -94,8 +94,9 @@ class ResizeFn final : public Function {
     if (h == 0 || w == 0) {
       return absl::InvalidArgumentError(fmt::format("resize: cannot resize an empty image {}", img->TypeString()));
     }
-    TFD_RETURN_IF_ERROR(memory_.get().CheckAllocation(height_ * width_ * c * 4, memory_.where,
-                                                      fmt::format("a resized float32 [{}, {}, {}] image", height_, width_, c)));
+    TFD_RETURN_IF_ERROR(
+        memory_.get().CheckAllocation(height_ * width_ * c * 4, memory_.where,
+                                      fmt::format("a resized float32 [{}, {}, {}] image", height_, width_, c)));
     const std::vector<Tap> ys = Taps(h, height_, 1);
     const std::vector<Tap> xs = Taps(w, width_, c);
     Tensor out = UninitializedTensor(DType::kFloat32, {height_, width_, c});
@@ -222,7 +223,8 @@ void MirrorRows(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t w, size_
   for (int64_t y = 0; y < rows; ++y) {
     const uint8_t* s = src + static_cast<size_t>(y * w) * px;
     uint8_t* d = dst + static_cast<size_t>(y * w) * px;
-    for (int64_t x = 0; x < w; ++x) std::memcpy(d + static_cast<size_t>(x) * px, s + static_cast<size_t>(w - 1 - x) * px, px);
+    for (int64_t x = 0; x < w; ++x)
+      std::memcpy(d + static_cast<size_t>(x) * px, s + static_cast<size_t>(w - 1 - x) * px, px);
   }
 }
 
@@ -359,9 +361,9 @@ absl::StatusOr<std::unique_ptr<Function>> MakeResize(const pipeline::Resize& spe
   TFD_RETURN_IF_ERROR(CheckComponentArg("resize", spec.component()));
   TFD_RETURN_IF_ERROR(CheckSizeArgs("resize", spec.height(), spec.width()));
   // One channel at least: a size the budget can never hold fails when the pipeline is built.
-  TFD_RETURN_IF_ERROR(memory.get().CheckAllocation(spec.height() * spec.width() * 4, memory.where,
-                                                   fmt::format("a resized float32 [{}, {}, C] image", spec.height(),
-                                                               spec.width())));
+  TFD_RETURN_IF_ERROR(
+      memory.get().CheckAllocation(spec.height() * spec.width() * 4, memory.where,
+                                   fmt::format("a resized float32 [{}, {}, C] image", spec.height(), spec.width())));
   return std::make_unique<ResizeFn>(spec.component(), spec.height(), spec.width(), std::move(memory));
 }
 
@@ -391,9 +393,9 @@ absl::StatusOr<std::unique_ptr<Function>> MakeNormalize(const pipeline::Normaliz
     return absl::InvalidArgumentError("normalize: give mean and/or std (one value, or one per channel)");
   }
   if (mean.size() > 1 && std.size() > 1 && mean.size() != std.size()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "normalize: mean has {} values and std has {}; each must have 1 value or one per channel", mean.size(),
-        std.size()));
+    return absl::InvalidArgumentError(
+        fmt::format("normalize: mean has {} values and std has {}; each must have 1 value or one per channel",
+                    mean.size(), std.size()));
   }
   for (size_t i = 0; i < mean.size(); ++i) {
     if (!std::isfinite(mean[i])) {

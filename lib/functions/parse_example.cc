@@ -79,8 +79,8 @@ absl::StatusOr<Tensor> DefaultTensor(const FeatureInfo& f, const pipeline::Tenso
       const double d = v.float_values(idx);
       // 2^63 bounds: outside them the cast is undefined.
       if (d != std::trunc(d) || !(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
-        return absl::InvalidArgumentError(fmt::format(
-            "{}: feature '{}' default_value {} is not an int64", kFn, f.name, d));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: feature '{}' default_value {} is not an int64", kFn, f.name, d));
       }
       t.mutable_data<int64_t>()[i] = static_cast<int64_t>(d);
     }
@@ -105,8 +105,8 @@ absl::StatusOr<FeatureInfo> ValidateFeature(const pipeline::FeatureSpec& spec, i
     int64_t count = 1;
     for (int64_t d : spec.shape()) {
       if (d < 0 || __builtin_mul_overflow(count, d, &count)) {
-        return absl::InvalidArgumentError(fmt::format("{}: feature '{}' has an invalid shape [{}]", kFn, f.name,
-                                                      fmt::join(spec.shape(), ", ")));
+        return absl::InvalidArgumentError(
+            fmt::format("{}: feature '{}' has an invalid shape [{}]", kFn, f.name, fmt::join(spec.shape(), ", ")));
       }
     }
     f.shape.assign(spec.shape().begin(), spec.shape().end());
@@ -159,8 +159,7 @@ class ParseExampleFn final : public Function {
       auto it = map.find(f.name);
       if (it == map.end()) {
         if (!f.default_value) {
-          return absl::InvalidArgumentError(
-              fmt::format("{}: feature '{}' missing and has no default", kFn, f.name));
+          return absl::InvalidArgumentError(fmt::format("{}: feature '{}' missing and has no default", kFn, f.name));
         }
         parsed.push_back(*f.default_value);
         continue;
@@ -185,7 +184,9 @@ class ParseExampleFn final : public Function {
   static absl::StatusOr<Tensor> Convert(const FeatureInfo& f, const tensorflow::Feature& feature) {
     using K = tensorflow::Feature::KindCase;
     const K kind = feature.kind_case();
-    const K want = f.dtype == DType::kInt64 ? K::kInt64List : f.dtype == DType::kFloat32 ? K::kFloatList : K::kBytesList;
+    const K want = f.dtype == DType::kInt64     ? K::kInt64List
+                   : f.dtype == DType::kFloat32 ? K::kFloatList
+                                                : K::kBytesList;
     // An empty Feature (no list set) is zero values of any type, as in TensorFlow.
     if (kind != want && kind != K::KIND_NOT_SET) {
       const char* got = kind == K::kInt64List ? "int64_list" : kind == K::kFloatList ? "float_list" : "bytes_list";

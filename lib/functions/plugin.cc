@@ -122,7 +122,7 @@ int AddStringTensor(tfdata_output* out, int32_t rank, const int64_t* dims, const
   if (!MakeShape(host, rank, dims, &shape)) return 1;
   if (static_cast<uint64_t>(NumElements(shape)) != num_values || (num_values > 0 && values == nullptr)) {
     SetError(host, fmt::format("add_string_tensor: shape {} needs {} values, got {}", ShapeString(shape),
-                              NumElements(shape), num_values));
+                               NumElements(shape), num_values));
     return 1;
   }
   std::vector<std::string> strings;
@@ -150,9 +150,13 @@ int AddInput(tfdata_output* out, size_t index) {
 
 class PluginFunction final : public Function {
  public:
-  PluginFunction(std::shared_ptr<Library> library, std::string label, tfdata_apply_fn apply,
-                 tfdata_destroy_fn destroy, void* state, MemoryScope memory)
-      : library_(std::move(library)), label_(std::move(label)), apply_(apply), destroy_(destroy), state_(state),
+  PluginFunction(std::shared_ptr<Library> library, std::string label, tfdata_apply_fn apply, tfdata_destroy_fn destroy,
+                 void* state, MemoryScope memory)
+      : library_(std::move(library)),
+        label_(std::move(label)),
+        apply_(apply),
+        destroy_(destroy),
+        state_(state),
         memory_(std::move(memory)) {}
 
   ~PluginFunction() override {
@@ -200,8 +204,8 @@ class PluginFunction final : public Function {
     const int rc = apply_(state_, views.data(), views.size(), &out, err, sizeof(err));
     err[sizeof(err) - 1] = '\0';  // a plugin that forgot the terminator must not make us overread
     if (rc != 0) {
-      return absl::InvalidArgumentError(
-          fmt::format("plugin {}: {}", label_, err[0] != '\0' ? std::string(err) : fmt::format("failed (code {})", rc)));
+      return absl::InvalidArgumentError(fmt::format(
+          "plugin {}: {}", label_, err[0] != '\0' ? std::string(err) : fmt::format("failed (code {})", rc)));
     }
     if (!host.error.empty()) return absl::InvalidArgumentError(fmt::format("plugin {}: {}", label_, host.error));
     if (host.outputs.empty()) {
@@ -237,10 +241,10 @@ absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spe
   const std::string& path = spec.library();
   const std::string& fn = spec.function();
   if (!options.allow_plugins) {
-    return absl::PermissionDeniedError(fmt::format(
-        "plugin functions are disabled; refusing to load '{}' (plugins run arbitrary code: enable them "
-        "explicitly, e.g. with the worker's allow-plugins option)",
-        path));
+    return absl::PermissionDeniedError(
+        fmt::format("plugin functions are disabled; refusing to load '{}' (plugins run arbitrary code: enable them "
+                    "explicitly, e.g. with the worker's allow-plugins option)",
+                    path));
   }
   if (path.empty()) return absl::InvalidArgumentError("plugin: `library` (path of the .so file) is empty");
   if (!IsIdentifier(fn)) {
@@ -259,10 +263,10 @@ absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spe
   }
   const uint32_t got = version();
   if (got != TFDATA_PLUGIN_ABI_VERSION) {
-    return absl::FailedPreconditionError(fmt::format(
-        "{} was built for tfdata plugin ABI version {}, but this tfdata supports version {}; rebuild it "
-        "against lib/functions/tfdata_plugin.h",
-        path, got, TFDATA_PLUGIN_ABI_VERSION));
+    return absl::FailedPreconditionError(
+        fmt::format("{} was built for tfdata plugin ABI version {}, but this tfdata supports version {}; rebuild it "
+                    "against lib/functions/tfdata_plugin.h",
+                    path, got, TFDATA_PLUGIN_ABI_VERSION));
   }
   const std::string prefix = fmt::format("tfdata_fn_{}_", fn);
   auto apply = Symbol<tfdata_apply_fn>(*lib, prefix + "apply");
@@ -280,8 +284,9 @@ absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spe
     const int rc = create(spec.config().c_str(), spec.config().size(), &state, err, sizeof(err));
     err[sizeof(err) - 1] = '\0';
     if (rc != 0) {
-      return absl::InvalidArgumentError(fmt::format("plugin {}:{}: {}", path, fn,
-                                                    err[0] != '\0' ? std::string(err) : fmt::format("create failed (code {})", rc)));
+      return absl::InvalidArgumentError(
+          fmt::format("plugin {}:{}: {}", path, fn,
+                      err[0] != '\0' ? std::string(err) : fmt::format("create failed (code {})", rc)));
     }
   }
   return std::make_unique<PluginFunction>(std::move(lib), fmt::format("{}:{}", path, fn), apply, destroy, state,

@@ -84,10 +84,10 @@ typedef struct tfdata_string_view {
 /* A read-only view of one input tensor. All pointers are borrowed from the host and valid only
  * until the apply call returns: copy whatever must outlive it. Values are row-major. */
 typedef struct tfdata_tensor_view {
-  int32_t dtype;         /* a TFDATA_* type code */
-  int32_t rank;          /* number of dimensions; 0 for a scalar */
-  const int64_t* dims;   /* `rank` dimensions, each >= 0 (NULL when rank is 0) */
-  int64_t num_elements;  /* product of dims (1 for a scalar) */
+  int32_t dtype;        /* a TFDATA_* type code */
+  int32_t rank;         /* number of dimensions; 0 for a scalar */
+  const int64_t* dims;  /* `rank` dimensions, each >= 0 (NULL when rank is 0) */
+  int64_t num_elements; /* product of dims (1 for a scalar) */
   /* Numeric: the values, host-endian, aligned to their type (may be NULL when nbytes is 0).
    * String: a `const tfdata_string_view*` array of num_elements entries. */
   const void* data;
@@ -114,8 +114,8 @@ struct tfdata_output {
   /* Appends a string tensor of shape dims[0..rank) whose num_elements values are copied from
    * `values` during the call (the plugin keeps ownership of its strings). num_values must equal
    * the product of dims. Returns 0 on success, nonzero (and the element fails) otherwise. */
-  int (*add_string_tensor)(tfdata_output* out, int32_t rank, const int64_t* dims,
-                           const tfdata_string_view* values, size_t num_values);
+  int (*add_string_tensor)(tfdata_output* out, int32_t rank, const int64_t* dims, const tfdata_string_view* values,
+                           size_t num_values);
 
   /* Appends input tensor `index` unchanged, without copying. Returns 0, or nonzero if `index`
    * is out of range. */
@@ -126,13 +126,12 @@ struct tfdata_output {
  * bytes, followed by a NUL that is not counted; may be empty). On success stores an opaque
  * pointer in *state (may be NULL) that the host passes to apply and destroy; the plugin owns
  * it. `config` and `err` are valid only during the call. Without a create symbol, state is NULL. */
-typedef int (*tfdata_create_fn)(const char* config, size_t config_len, void** state, char* err,
-                                size_t err_len);
+typedef int (*tfdata_create_fn)(const char* config, size_t config_len, void** state, char* err, size_t err_len);
 
 /* tfdata_fn_NAME_apply: maps one element (num_inputs tensor views) to the output element
  * appended to `out`. Thread-safe: called concurrently with the same state. */
-typedef int (*tfdata_apply_fn)(void* state, const tfdata_tensor_view* inputs, size_t num_inputs,
-                               tfdata_output* out, char* err, size_t err_len);
+typedef int (*tfdata_apply_fn)(void* state, const tfdata_tensor_view* inputs, size_t num_inputs, tfdata_output* out,
+                               char* err, size_t err_len);
 
 /* tfdata_fn_NAME_destroy: releases `state`; called once, after every apply has returned, if
  * create succeeded (or with NULL if the plugin has no create). Not called if create failed:

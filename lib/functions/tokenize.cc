@@ -58,8 +58,8 @@ class Tokenize final : public Function {
     TensorSpec& c = out.components[static_cast<size_t>(spec_.component())];
     // An unknown rank cannot be checked here; Apply checks the actual tensor.
     if (c.dtype != DType::kString || (!c.unknown_rank && !c.shape.empty())) {
-      return absl::InvalidArgumentError(fmt::format("{}: component {} must be a string scalar, got {}", kName,
-                                                    spec_.component(), c.DebugString()));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: component {} must be a string scalar, got {}", kName, spec_.component(), c.DebugString()));
     }
     c.dtype = has_vocab_ ? DType::kInt64 : DType::kString;
     c.shape = {spec_.max_length() > 0 ? spec_.max_length() : -1};
@@ -71,8 +71,8 @@ class Tokenize final : public Function {
     TFD_RETURN_IF_ERROR(CheckComponent(kName, spec_.component(), input.size()));
     Tensor& t = input[static_cast<size_t>(spec_.component())];
     if (!t.is_string() || t.rank() != 0) {
-      return absl::InvalidArgumentError(fmt::format("{}: component {} must be a string scalar, got {}", kName,
-                                                    spec_.component(), t.TypeString()));
+      return absl::InvalidArgumentError(
+          fmt::format("{}: component {} must be a string scalar, got {}", kName, spec_.component(), t.TypeString()));
     }
     std::vector<std::string> tokens = Split(t.strings()[0]);
     const int64_t max_length = spec_.max_length();

@@ -34,8 +34,8 @@ constexpr Tables MakeTables() {
 constexpr Tables kTables = MakeTables();
 
 inline uint32_t LoadLE32(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
-         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
 }
 
 // `c` is the raw (pre-inverted) register value.
@@ -43,9 +43,8 @@ uint32_t ExtendPortableRaw(uint32_t c, const uint8_t* p, size_t n) {
   while (n >= 8) {
     const uint32_t lo = LoadLE32(p) ^ c;
     const uint32_t hi = LoadLE32(p + 4);
-    c = kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^ kTables[5][(lo >> 16) & 0xff] ^
-        kTables[4][lo >> 24] ^ kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^
-        kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
+    c = kTables[7][lo & 0xff] ^ kTables[6][(lo >> 8) & 0xff] ^ kTables[5][(lo >> 16) & 0xff] ^ kTables[4][lo >> 24] ^
+        kTables[3][hi & 0xff] ^ kTables[2][(hi >> 8) & 0xff] ^ kTables[1][(hi >> 16) & 0xff] ^ kTables[0][hi >> 24];
     p += 8;
     n -= 8;
   }

@@ -102,8 +102,8 @@ absl::Status InputStream::InitInflate() {
   z_ = std::make_unique<ZState>();
   const int rc = inflateInit2(&z_->s, WindowBits(compression_));
   if (rc != Z_OK) {
-    return absl::ResourceExhaustedError(fmt::format("{}: cannot start {} decompression (zlib error {})", name_,
-                                                    KindName(compression_), rc));
+    return absl::ResourceExhaustedError(
+        fmt::format("{}: cannot start {} decompression (zlib error {})", name_, KindName(compression_), rc));
   }
   z_->initialized = true;
   return absl::OkStatus();
@@ -243,8 +243,8 @@ absl::StatusOr<std::unique_ptr<OutputStream>> OutputStream::Open(const std::stri
   s->buffer_ = std::make_unique<char[]>(s->buffer_size_);
   if (compression != Compression::kNone) {
     s->z_ = std::make_unique<ZState>();
-    const int rc = deflateInit2(&s->z_->s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, WindowBits(compression), 8,
-                                Z_DEFAULT_STRATEGY);
+    const int rc =
+        deflateInit2(&s->z_->s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, WindowBits(compression), 8, Z_DEFAULT_STRATEGY);
     if (rc != Z_OK) {
       close(s->fd_);
       s->closed_ = true;  // nothing to finish

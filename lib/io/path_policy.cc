@@ -44,7 +44,8 @@ absl::Status PathPolicy::Check(const std::string& path) const {
     const size_t slash = path.find_last_of('/');
     const std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
     const std::string resolved_parent = Resolve(parent);
-    if (!resolved_parent.empty()) resolved = resolved_parent + "/" + path.substr(slash == std::string::npos ? 0 : slash + 1);
+    if (!resolved_parent.empty())
+      resolved = resolved_parent + "/" + path.substr(slash == std::string::npos ? 0 : slash + 1);
   }
   if (!resolved.empty()) {
     for (const std::string& d : dirs_) {

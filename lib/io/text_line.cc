@@ -11,8 +11,7 @@ constexpr size_t kChunk = 64 * 1024;
 
 TextLineReader::TextLineReader(std::unique_ptr<InputStream> in) : in_(std::move(in)) {}
 
-absl::StatusOr<std::unique_ptr<TextLineReader>> TextLineReader::Open(const std::string& path,
-                                                                     Compression compression) {
+absl::StatusOr<std::unique_ptr<TextLineReader>> TextLineReader::Open(const std::string& path, Compression compression) {
   TFD_ASSIGN_OR_RETURN(auto in, InputStream::Open(path, compression));
   return std::unique_ptr<TextLineReader>(new TextLineReader(std::move(in)));
 }

@@ -33,8 +33,7 @@ void StoreLE(char* p, uint64_t v, int bytes) {
 
 // ---- reader -------------------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string& path,
-                                                                     Compression compression) {
+absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string& path, Compression compression) {
   TFD_ASSIGN_OR_RETURN(auto in, InputStream::Open(path, compression));
   return std::unique_ptr<TFRecordReader>(new TFRecordReader(std::move(in)));
 }
@@ -101,8 +100,7 @@ absl::Status TFRecordReader::ReadData(uint64_t length, std::string* record) {
 
 // ---- writer -------------------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(const std::string& path,
-                                                                     Compression compression) {
+absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(const std::string& path, Compression compression) {
   TFD_ASSIGN_OR_RETURN(auto out, OutputStream::Open(path, compression));
   return std::unique_ptr<TFRecordWriter>(new TFRecordWriter(std::move(out)));
 }

@@ -155,8 +155,7 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(std::string_view name) {
 absl::StatusOr<std::unique_ptr<ElementWriter>> MakeElementWriter(OutputFormat format, const std::string& path) {
   const bool to_stdout = path.empty() || path == "-";
   switch (format) {
-    case OutputFormat::kNull:
-      return std::make_unique<NullWriter>();
+    case OutputFormat::kNull: return std::make_unique<NullWriter>();
     case OutputFormat::kTFRecord: {
       if (to_stdout) return absl::InvalidArgumentError("--format tfrecord needs --output PATH");
       TFD_ASSIGN_OR_RETURN(auto w, TFRecordWriter::Open(path, Compression::kNone));

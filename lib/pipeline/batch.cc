@@ -41,8 +41,11 @@ int64_t TimesOrOverflow(int64_t count, int64_t size) {
 class BatchDataset : public Dataset {
  public:
   BatchDataset(DatasetPtr input, int64_t batch, bool drop, MemoryScope memory)
-      : Dataset("batch", BatchedSpec(input->spec(), drop ? batch : -1)), input_(std::move(input)), batch_(batch),
-        drop_(drop), memory_(std::move(memory)) {}
+      : Dataset("batch", BatchedSpec(input->spec(), drop ? batch : -1)),
+        input_(std::move(input)),
+        batch_(batch),
+        drop_(drop),
+        memory_(std::move(memory)) {}
   int64_t Cardinality() const override { return BatchCardinality(input_->Cardinality(), batch_, drop_); }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
@@ -55,7 +58,10 @@ class BatchDataset : public Dataset {
   class It : public Iterator {
    public:
     It(std::unique_ptr<Iterator> input, int64_t batch, bool drop, int64_t input_cardinality, MemoryScope memory)
-        : input_(std::move(input)), batch_(batch), drop_(drop), input_cardinality_(input_cardinality),
+        : input_(std::move(input)),
+          batch_(batch),
+          drop_(drop),
+          input_cardinality_(input_cardinality),
           hold_(std::move(memory)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       if (done_) return false;
@@ -87,8 +93,8 @@ class BatchDataset : public Dataset {
             bulk_ = false;
           }
         } else if (e_.size() != first.size()) {
-          return absl::InvalidArgumentError(fmt::format("batch: element {} has {} components, the batch started with {}",
-                                                        count, e_.size(), first.size()));
+          return absl::InvalidArgumentError(fmt::format(
+              "batch: element {} has {} components, the batch started with {}", count, e_.size(), first.size()));
         } else if (count == capacity_) {
           TFD_RETURN_IF_ERROR(Grow(first, std::min(batch_, capacity_ * 2)));
         }
@@ -145,8 +151,8 @@ class BatchDataset : public Dataset {
       const int64_t full = TimesOrOverflow(batch_, row_bytes_);
       auto types = [&] { return first.size() == 1 ? first[0].TypeString() : ElementTypeString(first); };
       if (bytes < 0 || full < 0) {
-        return absl::ResourceExhaustedError(fmt::format("{}: a batch of {} {} elements needs more than 8 EiB",
-                                                        hold_.scope().where, batch_, types()));
+        return absl::ResourceExhaustedError(
+            fmt::format("{}: a batch of {} {} elements needs more than 8 EiB", hold_.scope().where, batch_, types()));
       }
       const int64_t more = bytes - TimesOrOverflow(capacity_, row_bytes_);
       TFD_RETURN_IF_ERROR(hold_.GrowLazy(more, [&] {
@@ -198,7 +204,7 @@ class BatchDataset : public Dataset {
     MemoryHold hold_;
     bool done_ = false;
     bool bulk_ = true;  // until the input says it has no bulk path
-    Element e_;  // reused between calls so sources can reuse its storage
+    Element e_;         // reused between calls so sources can reuse its storage
     // The batch being filled.
     std::vector<std::shared_ptr<Buffer>> buffers_;
     std::vector<std::vector<std::string>> strings_;
@@ -239,14 +245,20 @@ void PadCopy(const Tensor& src, const Shape& target, T pad, T* dst) {
 
 class PaddedBatchDataset : public Dataset {
  public:
-  PaddedBatchDataset(DatasetPtr input, int64_t batch, bool drop, std::vector<Shape> padded, double pad, ElementSpec spec,
-                     MemoryScope memory)
-      : Dataset("padded_batch", std::move(spec)), input_(std::move(input)), batch_(batch), drop_(drop),
-        padded_(std::move(padded)), pad_(pad), memory_(std::move(memory)) {}
+  PaddedBatchDataset(DatasetPtr input, int64_t batch, bool drop, std::vector<Shape> padded, double pad,
+                     ElementSpec spec, MemoryScope memory)
+      : Dataset("padded_batch", std::move(spec)),
+        input_(std::move(input)),
+        batch_(batch),
+        drop_(drop),
+        padded_(std::move(padded)),
+        pad_(pad),
+        memory_(std::move(memory)) {}
   int64_t Cardinality() const override { return BatchCardinality(input_->Cardinality(), batch_, drop_); }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(std::static_pointer_cast<const PaddedBatchDataset>(shared_from_this()), std::move(input));
+    return std::make_unique<It>(std::static_pointer_cast<const PaddedBatchDataset>(shared_from_this()),
+                                std::move(input));
   }
 
  private:
@@ -286,26 +298,29 @@ class PaddedBatchDataset : public Dataset {
       const Tensor& first = rows[0][c];
       Shape target = first.shape();
       for (size_t r = 0; r < rows.size(); ++r) {
-        if (rows[r].size() != rows[0].size()) return absl::InvalidArgumentError("padded_batch: elements differ in component count");
+        if (rows[r].size() != rows[0].size())
+          return absl::InvalidArgumentError("padded_batch: elements differ in component count");
         const Tensor& t = rows[r][c];
         if (t.dtype() != first.dtype() || t.rank() != first.rank()) {
-          return absl::InvalidArgumentError(fmt::format("padded_batch: component {} is {} in one element and {} in another",
-                                                        c, first.TypeString(), t.TypeString()));
+          return absl::InvalidArgumentError(
+              fmt::format("padded_batch: component {} is {} in one element and {} in another", c, first.TypeString(),
+                          t.TypeString()));
         }
         for (int d = 0; d < t.rank(); ++d) target[d] = std::max(target[d], t.shape()[d]);
       }
       if (c < ds_->padded_.size()) {
         const Shape& want = ds_->padded_[c];
         if (static_cast<int>(want.size()) != first.rank()) {
-          return absl::InvalidArgumentError(fmt::format("padded_batch: padded_shape {} has rank {} but component {} is {}",
-                                                        ShapeString(want), want.size(), c, first.TypeString()));
+          return absl::InvalidArgumentError(
+              fmt::format("padded_batch: padded_shape {} has rank {} but component {} is {}", ShapeString(want),
+                          want.size(), c, first.TypeString()));
         }
         for (size_t d = 0; d < want.size(); ++d) {
           if (want[d] < 0) continue;
           if (target[d] > want[d]) {
-            return absl::InvalidArgumentError(fmt::format(
-                "padded_batch: component {} has dimension {} of size {}, larger than padded_shape {}", c, d, target[d],
-                ShapeString(want)));
+            return absl::InvalidArgumentError(
+                fmt::format("padded_batch: component {} has dimension {} of size {}, larger than padded_shape {}", c, d,
+                            target[d], ShapeString(want)));
           }
           target[d] = want[d];
         }
@@ -315,13 +330,14 @@ class PaddedBatchDataset : public Dataset {
       // The padded shapes come from the pipeline: check what they multiply to before allocating.
       int64_t values = 1;
       for (int64_t d : batch_shape) values = TimesOrOverflow(values, d);
-      const int64_t bytes = TimesOrOverflow(values, first.is_string() ? 32 : static_cast<int64_t>(DTypeSize(first.dtype())));
+      const int64_t bytes =
+          TimesOrOverflow(values, first.is_string() ? 32 : static_cast<int64_t>(DTypeSize(first.dtype())));
       if (values < 0 || bytes < 0) {
         return absl::ResourceExhaustedError(fmt::format("{}: component {} padded to {} needs more than 8 EiB",
                                                         ds_->memory_.where, c, ShapeString(batch_shape)));
       }
-      TFD_RETURN_IF_ERROR(hold_.Grow(bytes, fmt::format("component {} padded to {} {}", c, DTypeName(first.dtype()),
-                                                        ShapeString(batch_shape))));
+      TFD_RETURN_IF_ERROR(hold_.Grow(
+          bytes, fmt::format("component {} padded to {} {}", c, DTypeName(first.dtype()), ShapeString(batch_shape))));
       Tensor out = Tensor::Zeros(first.dtype(), batch_shape);
       const int64_t per = NumElements(target);
       if (first.is_string()) {
@@ -348,8 +364,10 @@ class PaddedBatchDataset : public Dataset {
       for (size_t r = 0; r < rows.size(); ++r) {
         const Tensor& t = rows[r][c];
         switch (first.dtype()) {
-#define TFD_PAD_CASE(D, T) \
-  case D: PadCopy<T>(t, target, static_cast<T>(ds_->pad_), out.mutable_data<T>() + static_cast<int64_t>(r) * per); break;
+#define TFD_PAD_CASE(D, T)                                                                                   \
+  case D:                                                                                                    \
+    PadCopy<T>(t, target, static_cast<T>(ds_->pad_), out.mutable_data<T>() + static_cast<int64_t>(r) * per); \
+    break;
           TFD_PAD_CASE(DType::kBool, bool)
           TFD_PAD_CASE(DType::kInt8, int8_t)
           TFD_PAD_CASE(DType::kInt16, int16_t)
@@ -433,7 +451,8 @@ class UnbatchDataset : public Dataset {
 
 absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
                                             MemoryScope memory) {
-  if (batch_size <= 0) return absl::InvalidArgumentError(fmt::format("batch_size must be positive, got {}", batch_size));
+  if (batch_size <= 0)
+    return absl::InvalidArgumentError(fmt::format("batch_size must be positive, got {}", batch_size));
   if (memory.where.empty()) memory.where = "batch";
   return std::make_shared<BatchDataset>(std::move(input), batch_size, drop_remainder, std::move(memory));
 }
@@ -441,7 +460,8 @@ absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size
 absl::StatusOr<DatasetPtr> MakePaddedBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
                                                   std::vector<Shape> padded_shapes, double padding_value,
                                                   MemoryScope memory) {
-  if (batch_size <= 0) return absl::InvalidArgumentError(fmt::format("batch_size must be positive, got {}", batch_size));
+  if (batch_size <= 0)
+    return absl::InvalidArgumentError(fmt::format("batch_size must be positive, got {}", batch_size));
   if (memory.where.empty()) memory.where = "padded_batch";
   const ElementSpec& in = input->spec();
   ElementSpec spec = in;
@@ -455,8 +475,9 @@ absl::StatusOr<DatasetPtr> MakePaddedBatchDataset(DatasetPtr input, int64_t batc
       if (ts.unknown_rank) continue;
       if (c < padded_shapes.size()) {
         if (padded_shapes[c].size() != ts.shape.size()) {
-          return absl::InvalidArgumentError(fmt::format("padded_shape {} for component {} has rank {}, the component is {}",
-                                                        ShapeString(padded_shapes[c]), c, padded_shapes[c].size(), ts.DebugString()));
+          return absl::InvalidArgumentError(
+              fmt::format("padded_shape {} for component {} has rank {}, the component is {}",
+                          ShapeString(padded_shapes[c]), c, padded_shapes[c].size(), ts.DebugString()));
         }
         ts.shape = padded_shapes[c];
       } else {
@@ -476,7 +497,8 @@ absl::StatusOr<DatasetPtr> MakeUnbatchDataset(DatasetPtr input) {
       TensorSpec& ts = spec.components[c];
       if (ts.unknown_rank) continue;
       if (ts.shape.empty()) {
-        return absl::InvalidArgumentError(fmt::format("component {} is a scalar ({}); unbatch needs rank >= 1", c, ts.DebugString()));
+        return absl::InvalidArgumentError(
+            fmt::format("component {} is a scalar ({}); unbatch needs rank >= 1", c, ts.DebugString()));
       }
       ts.shape.erase(ts.shape.begin());
     }

@@ -89,7 +89,8 @@ class Builder {
 
   absl::StatusOr<std::vector<DatasetPtr>> Inputs(const google::protobuf::RepeatedPtrField<pipeline::Pipeline>& inputs,
                                                  const google::protobuf::Message& parent,
-                                                 const TextFormat::ParseInfoTree* parent_tree, const std::string& where) {
+                                                 const TextFormat::ParseInfoTree* parent_tree,
+                                                 const std::string& where) {
     std::vector<DatasetPtr> out;
     for (int j = 0; j < inputs.size(); ++j) {
       TFD_ASSIGN_OR_RETURN(auto d, Chain(inputs[j], nullptr, Nested(parent_tree, parent, "input", j),
@@ -123,7 +124,8 @@ class Builder {
         std::vector<Tensor> tensors;
         for (int j = 0; j < op.from_tensor_slices().tensor_size(); ++j) {
           auto t = TensorFromProto(op.from_tensor_slices().tensor(j));
-          if (!t.ok()) return absl::InvalidArgumentError(fmt::format("tensor {}: {}", j, std::string(t.status().message())));
+          if (!t.ok())
+            return absl::InvalidArgumentError(fmt::format("tensor {}: {}", j, std::string(t.status().message())));
           tensors.push_back(*std::move(t));
         }
         return MakeFromTensorSlicesDataset(std::move(tensors));
@@ -134,10 +136,12 @@ class Builder {
                                     options_.paths);
       }
       case Op::kTfrecord:
-        return MakeFileRecordsDataset(FileFormat::kTFRecord, in, {op.tfrecord().file().begin(), op.tfrecord().file().end()},
+        return MakeFileRecordsDataset(FileFormat::kTFRecord, in,
+                                      {op.tfrecord().file().begin(), op.tfrecord().file().end()},
                                       FromProto(op.tfrecord().compression()), options_.paths);
       case Op::kTextLine:
-        return MakeFileRecordsDataset(FileFormat::kTextLine, in, {op.text_line().file().begin(), op.text_line().file().end()},
+        return MakeFileRecordsDataset(FileFormat::kTextLine, in,
+                                      {op.text_line().file().begin(), op.text_line().file().end()},
                                       FromProto(op.text_line().compression()), options_.paths);
       case Op::kZip:
       case Op::kConcatenate: {
@@ -165,13 +169,12 @@ class Builder {
       case Op::kPaddedBatch: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "padded_batch"));
         std::vector<Shape> shapes;
-        for (const auto& dims : op.padded_batch().padded_shape()) shapes.emplace_back(dims.dim().begin(), dims.dim().end());
+        for (const auto& dims : op.padded_batch().padded_shape())
+          shapes.emplace_back(dims.dim().begin(), dims.dim().end());
         return MakePaddedBatchDataset(in, op.padded_batch().batch_size(), op.padded_batch().drop_remainder(),
                                       std::move(shapes), op.padded_batch().padding_value(), Memory(where));
       }
-      case Op::kUnbatch:
-        TFD_RETURN_IF_ERROR(NeedsUpstream(in, "unbatch"));
-        return MakeUnbatchDataset(in);
+      case Op::kUnbatch: TFD_RETURN_IF_ERROR(NeedsUpstream(in, "unbatch")); return MakeUnbatchDataset(in);
       case Op::kShuffle: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "shuffle"));
         const auto& s = op.shuffle();
@@ -182,12 +185,8 @@ class Builder {
       case Op::kRepeat:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "repeat"));
         return MakeRepeatDataset(in, op.repeat().has_count() ? op.repeat().count() : -1);
-      case Op::kTake:
-        TFD_RETURN_IF_ERROR(NeedsUpstream(in, "take"));
-        return MakeTakeDataset(in, op.take().count());
-      case Op::kSkip:
-        TFD_RETURN_IF_ERROR(NeedsUpstream(in, "skip"));
-        return MakeSkipDataset(in, op.skip().count());
+      case Op::kTake: TFD_RETURN_IF_ERROR(NeedsUpstream(in, "take")); return MakeTakeDataset(in, op.take().count());
+      case Op::kSkip: TFD_RETURN_IF_ERROR(NeedsUpstream(in, "skip")); return MakeSkipDataset(in, op.skip().count());
       case Op::kCache:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "cache"));
         return MakeCacheDataset(in, op.cache().filename(), Memory(where), options_.paths);
@@ -206,8 +205,7 @@ class Builder {
       case Op::kShard:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "shard"));
         return MakeShardDataset(in, op.shard().num_shards(), op.shard().index());
-      case Op::KIND_NOT_SET:
-        break;
+      case Op::KIND_NOT_SET: break;
     }
     return absl::InvalidArgumentError("op has no kind (expected e.g. `op { range { stop: 10 } }`)");
   }

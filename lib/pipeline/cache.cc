@@ -49,25 +49,27 @@ class MemoryCacheDataset : public Dataset {
       if (cached_) return std::make_unique<ReplayIt>(cached_);
     }
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<FillIt>(std::static_pointer_cast<const MemoryCacheDataset>(shared_from_this()), std::move(input));
+    return std::make_unique<FillIt>(std::static_pointer_cast<const MemoryCacheDataset>(shared_from_this()),
+                                    std::move(input));
   }
 
  private:
   class FillIt : public Iterator {
    public:
     FillIt(std::shared_ptr<const MemoryCacheDataset> ds, std::unique_ptr<Iterator> input)
-        : ds_(std::move(ds)), input_(std::move(input)), elements_(std::make_shared<std::vector<Element>>()),
+        : ds_(std::move(ds)),
+          input_(std::move(input)),
+          elements_(std::make_shared<std::vector<Element>>()),
           hold_(std::make_unique<MemoryHold>(ds_->memory_)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       if (!input_) return false;
       TFD_ASSIGN_OR_RETURN(bool more, input_->Next(out));
       if (more) {
         // The cache keeps every element it has seen: each is taken from the budget.
-        TFD_RETURN_IF_ERROR(
-            hold_->GrowLazy(ElementMemoryBytes(*out) + static_cast<int64_t>(sizeof(Element)), [&] {
-              return fmt::format("the in-memory cache, holding {} elements ({}), cannot take the next: it",
-                                 elements_->size(), FormatBytes(hold_->held()));
-            }));
+        TFD_RETURN_IF_ERROR(hold_->GrowLazy(ElementMemoryBytes(*out) + static_cast<int64_t>(sizeof(Element)), [&] {
+          return fmt::format("the in-memory cache, holding {} elements ({}), cannot take the next: it",
+                             elements_->size(), FormatBytes(hold_->held()));
+        }));
         elements_->push_back(*out);
         return true;
       }
@@ -118,7 +120,8 @@ class FileCacheDataset : public Dataset {
  private:
   class ReadIt : public Iterator {
    public:
-    ReadIt(std::unique_ptr<TFRecordReader> reader, std::string name) : reader_(std::move(reader)), name_(std::move(name)) {}
+    ReadIt(std::unique_ptr<TFRecordReader> reader, std::string name)
+        : reader_(std::move(reader)), name_(std::move(name)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       std::string record;
       TFD_ASSIGN_OR_RETURN(bool more, reader_->Next(&record));
@@ -138,7 +141,8 @@ class FileCacheDataset : public Dataset {
 
   class WriteIt : public Iterator {
    public:
-    WriteIt(std::unique_ptr<Iterator> input, std::unique_ptr<TFRecordWriter> writer, std::string tmp, std::string final_name)
+    WriteIt(std::unique_ptr<Iterator> input, std::unique_ptr<TFRecordWriter> writer, std::string tmp,
+            std::string final_name)
         : input_(std::move(input)), writer_(std::move(writer)), tmp_(std::move(tmp)), final_(std::move(final_name)) {}
     ~WriteIt() override {
       if (writer_) {

@@ -12,7 +12,11 @@ namespace {
 class ShuffleDataset : public Dataset {
  public:
   ShuffleDataset(DatasetPtr input, int64_t buffer, uint64_t seed, bool reshuffle, MemoryScope memory)
-      : Dataset("shuffle", input->spec()), input_(std::move(input)), buffer_(buffer), seed_(seed), reshuffle_(reshuffle),
+      : Dataset("shuffle", input->spec()),
+        input_(std::move(input)),
+        buffer_(buffer),
+        seed_(seed),
+        reshuffle_(reshuffle),
         memory_(std::move(memory)) {}
   int64_t Cardinality() const override { return input_->Cardinality(); }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
@@ -74,7 +78,8 @@ class ShuffleDataset : public Dataset {
 
 class RepeatDataset : public Dataset {
  public:
-  RepeatDataset(DatasetPtr input, int64_t count) : Dataset("repeat", input->spec()), input_(std::move(input)), count_(count) {}
+  RepeatDataset(DatasetPtr input, int64_t count)
+      : Dataset("repeat", input->spec()), input_(std::move(input)), count_(count) {}
   int64_t Cardinality() const override {
     const int64_t n = input_->Cardinality();
     if (n == 0) return 0;
@@ -124,8 +129,14 @@ class SelectDataset : public Dataset {
  public:
   enum class Kind { kTake, kSkip, kShard };
   SelectDataset(Kind kind, DatasetPtr input, int64_t a, int64_t b)
-      : Dataset(kind == Kind::kTake ? "take" : kind == Kind::kSkip ? "skip" : "shard", input->spec()),
-        kind_(kind), input_(std::move(input)), a_(a), b_(b) {}
+      : Dataset(kind == Kind::kTake   ? "take"
+                : kind == Kind::kSkip ? "skip"
+                                      : "shard",
+                input->spec()),
+        kind_(kind),
+        input_(std::move(input)),
+        a_(a),
+        b_(b) {}
 
   int64_t Cardinality() const override {
     const int64_t n = input_->Cardinality();
@@ -151,7 +162,8 @@ class SelectDataset : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(Kind kind, std::unique_ptr<Iterator> input, int64_t a, int64_t b) : kind_(kind), input_(std::move(input)), a_(a), b_(b) {}
+    It(Kind kind, std::unique_ptr<Iterator> input, int64_t a, int64_t b)
+        : kind_(kind), input_(std::move(input)), a_(a), b_(b) {}
     absl::StatusOr<bool> Next(Element* out) override {
       while (true) {
         if (kind_ == Kind::kTake && a_ >= 0 && index_ >= a_) {
@@ -190,7 +202,8 @@ class SelectDataset : public Dataset {
 absl::StatusOr<DatasetPtr> MakeShuffleDataset(DatasetPtr input, int64_t buffer_size, bool has_seed, uint64_t seed,
                                               bool reshuffle_each_iteration, MemoryScope memory) {
   if (memory.where.empty()) memory.where = "shuffle";
-  if (buffer_size <= 0) return absl::InvalidArgumentError(fmt::format("buffer_size must be positive, got {}", buffer_size));
+  if (buffer_size <= 0)
+    return absl::InvalidArgumentError(fmt::format("buffer_size must be positive, got {}", buffer_size));
   if (!has_seed) seed = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32);
   return std::make_shared<ShuffleDataset>(std::move(input), buffer_size, seed, reshuffle_each_iteration,
                                           std::move(memory));
@@ -212,7 +225,8 @@ absl::StatusOr<DatasetPtr> MakeSkipDataset(DatasetPtr input, int64_t count) {
 }
 
 absl::StatusOr<DatasetPtr> MakeShardDataset(DatasetPtr input, int64_t num_shards, int64_t index) {
-  if (num_shards <= 0) return absl::InvalidArgumentError(fmt::format("num_shards must be positive, got {}", num_shards));
+  if (num_shards <= 0)
+    return absl::InvalidArgumentError(fmt::format("num_shards must be positive, got {}", num_shards));
   if (index < 0 || index >= num_shards) {
     return absl::InvalidArgumentError(fmt::format("index must be in [0, {}), got {}", num_shards, index));
   }

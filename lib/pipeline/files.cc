@@ -58,8 +58,7 @@ class ListFilesDataset : public Dataset {
 // Reads one file's records or lines behind a common interface.
 class RecordSource {
  public:
-  static absl::StatusOr<std::unique_ptr<RecordSource>> Open(FileFormat format, const std::string& path,
-                                                            Compression c) {
+  static absl::StatusOr<std::unique_ptr<RecordSource>> Open(FileFormat format, const std::string& path, Compression c) {
     auto src = std::make_unique<RecordSource>();
     if (format == FileFormat::kTFRecord) {
       TFD_ASSIGN_OR_RETURN(src->records_, TFRecordReader::Open(path, c));
@@ -125,8 +124,9 @@ class FileRecordsDataset : public Dataset {
         TFD_ASSIGN_OR_RETURN(bool more, names_->Next(&name));
         if (!more) return false;
         if (name.size() != 1 || !name[0].is_string() || name[0].rank() != 0) {
-          return absl::InvalidArgumentError(fmt::format(
-              "{}: upstream elements must be file names (string scalars), got {}", ds_->name(), ElementTypeString(name)));
+          return absl::InvalidArgumentError(
+              fmt::format("{}: upstream elements must be file names (string scalars), got {}", ds_->name(),
+                          ElementTypeString(name)));
         }
         path = name[0].strings()[0];
       } else {
@@ -158,8 +158,8 @@ class FileRecordsDataset : public Dataset {
 
 }  // namespace
 
-absl::StatusOr<DatasetPtr> MakeListFilesDataset(const std::vector<std::string>& patterns, bool shuffle,
-                                                bool has_seed, uint64_t seed, std::shared_ptr<const PathPolicy> paths) {
+absl::StatusOr<DatasetPtr> MakeListFilesDataset(const std::vector<std::string>& patterns, bool shuffle, bool has_seed,
+                                                uint64_t seed, std::shared_ptr<const PathPolicy> paths) {
   if (patterns.empty()) return absl::InvalidArgumentError("list_files needs at least one pattern");
   std::set<std::string> files;
   for (const auto& pattern : patterns) {
@@ -199,13 +199,14 @@ absl::StatusOr<DatasetPtr> MakeFileRecordsDataset(FileFormat format, DatasetPtr 
     }
     const ElementSpec& in = input->spec();
     if (!in.unknown && !(in == kStringScalar)) {
-      return absl::InvalidArgumentError(fmt::format(
-          "upstream elements must be file names (string scalars), got {}", in.DebugString()));
+      return absl::InvalidArgumentError(
+          fmt::format("upstream elements must be file names (string scalars), got {}", in.DebugString()));
     }
   } else if (files.empty()) {
     return absl::InvalidArgumentError("needs at least one `file` (or file names from an upstream op)");
   }
-  return std::make_shared<FileRecordsDataset>(format, std::move(input), std::move(files), compression, std::move(paths));
+  return std::make_shared<FileRecordsDataset>(format, std::move(input), std::move(files), compression,
+                                              std::move(paths));
 }
 
 }  // namespace tfdata

@@ -11,19 +11,28 @@ namespace {
 class InterleaveDataset : public Dataset {
  public:
   InterleaveDataset(DatasetPtr input, DatasetPtr body, int64_t cycle, int64_t block, bool parallel, bool deterministic)
-      : Dataset("interleave", body->spec()), input_(std::move(input)), body_(std::move(body)), cycle_(cycle),
-        block_(block), parallel_(parallel), deterministic_(deterministic) {}
+      : Dataset("interleave", body->spec()),
+        input_(std::move(input)),
+        body_(std::move(body)),
+        cycle_(cycle),
+        block_(block),
+        parallel_(parallel),
+        deterministic_(deterministic) {}
 
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(std::static_pointer_cast<const InterleaveDataset>(shared_from_this()), std::move(input), ctx);
+    return std::make_unique<It>(std::static_pointer_cast<const InterleaveDataset>(shared_from_this()), std::move(input),
+                                ctx);
   }
 
  private:
   class It : public Iterator {
    public:
     It(std::shared_ptr<const InterleaveDataset> ds, std::unique_ptr<Iterator> input, IteratorContext ctx)
-        : ds_(std::move(ds)), input_(std::move(input)), ctx_(std::move(ctx)), slots_(static_cast<size_t>(ds_->cycle_)) {}
+        : ds_(std::move(ds)),
+          input_(std::move(input)),
+          ctx_(std::move(ctx)),
+          slots_(static_cast<size_t>(ds_->cycle_)) {}
 
     absl::StatusOr<bool> Next(Element* out) override {
       while (!input_done_ || open_ > 0) {
@@ -113,23 +122,25 @@ absl::StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, DatasetPtr bo
                                                  int64_t block_length, int num_parallel_calls, bool deterministic) {
   if (cycle_length == 0) cycle_length = 1;
   if (cycle_length == -1) cycle_length = NumCores();
-  if (cycle_length < 0) return absl::InvalidArgumentError(fmt::format("cycle_length must be -1, 0 or positive, got {}", cycle_length));
+  if (cycle_length < 0)
+    return absl::InvalidArgumentError(fmt::format("cycle_length must be -1, 0 or positive, got {}", cycle_length));
   if (block_length == 0) block_length = 1;
-  if (block_length < 0) return absl::InvalidArgumentError(fmt::format("block_length must be positive, got {}", block_length));
+  if (block_length < 0)
+    return absl::InvalidArgumentError(fmt::format("block_length must be positive, got {}", block_length));
   if (num_parallel_calls < -1) {
-    return absl::InvalidArgumentError(fmt::format("num_parallel_calls must be -1, 0 or positive, got {}", num_parallel_calls));
+    return absl::InvalidArgumentError(
+        fmt::format("num_parallel_calls must be -1, 0 or positive, got {}", num_parallel_calls));
   }
   const bool parallel = num_parallel_calls == -1 || num_parallel_calls > 1;
   // Each open input costs a slot, and in parallel a thread.
   if (parallel && cycle_length > kMaxOpThreads) {
-    return absl::InvalidArgumentError(fmt::format(
-        "cycle_length {} with parallel calls is more than the {} threads one op may start", cycle_length,
-        kMaxOpThreads));
+    return absl::InvalidArgumentError(
+        fmt::format("cycle_length {} with parallel calls is more than the {} threads one op may start", cycle_length,
+                    kMaxOpThreads));
   }
   if (cycle_length > kMaxCycleLength) {
-    return absl::InvalidArgumentError(
-        fmt::format("cycle_length {} is more than the {} inputs one interleave may keep open", cycle_length,
-                    kMaxCycleLength));
+    return absl::InvalidArgumentError(fmt::format(
+        "cycle_length {} is more than the {} inputs one interleave may keep open", cycle_length, kMaxCycleLength));
   }
   return std::make_shared<InterleaveDataset>(std::move(input), std::move(body), cycle_length, block_length, parallel,
                                              deterministic);

@@ -77,7 +77,8 @@ absl::StatusOr<LoadedPipeline> LoadPipelineFile(const std::string& path) {
     LoadedPipeline out;
     out.name = path;
     auto st = google::protobuf::util::JsonStringToMessage(data, &out.pipeline);
-    if (!st.ok()) return absl::InvalidArgumentError(fmt::format("{}: invalid JSON pipeline: {}", path, st.message().as_string()));
+    if (!st.ok())
+      return absl::InvalidArgumentError(fmt::format("{}: invalid JSON pipeline: {}", path, st.message().as_string()));
     return out;
   }
   return ParsePipelineText(data, path);

@@ -212,7 +212,8 @@ absl::StatusOr<std::unique_ptr<Iterator>> MapDataset::MakeIterator(const Iterato
 
 class FilterDataset : public Dataset {
  public:
-  FilterDataset(DatasetPtr input, Fns fns) : Dataset("filter", input->spec()), input_(std::move(input)), fns_(std::move(fns)) {}
+  FilterDataset(DatasetPtr input, Fns fns)
+      : Dataset("filter", input->spec()), input_(std::move(input)), fns_(std::move(fns)) {}
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
     return std::make_unique<It>(shared_from_this(), std::move(input), &fns_, NextIterationNumber());
@@ -265,13 +266,14 @@ absl::StatusOr<ElementSpec> ChainSpec(const ElementSpec& in, const Fns& fns) {
 absl::StatusOr<DatasetPtr> MakeMapDataset(DatasetPtr input, Fns fns, int num_parallel_calls, bool deterministic) {
   if (fns.empty()) return absl::InvalidArgumentError("map needs at least one `fn`");
   if (num_parallel_calls < -1) {
-    return absl::InvalidArgumentError(fmt::format("num_parallel_calls must be -1, 0 or positive, got {}", num_parallel_calls));
+    return absl::InvalidArgumentError(
+        fmt::format("num_parallel_calls must be -1, 0 or positive, got {}", num_parallel_calls));
   }
   TFD_ASSIGN_OR_RETURN(ElementSpec spec, ChainSpec(input->spec(), fns));
   if (num_parallel_calls > kMaxOpThreads) {
-    return absl::InvalidArgumentError(fmt::format(
-        "num_parallel_calls {} is more than the {} threads one op may start (-1: one per core)", num_parallel_calls,
-        kMaxOpThreads));
+    return absl::InvalidArgumentError(
+        fmt::format("num_parallel_calls {} is more than the {} threads one op may start (-1: one per core)",
+                    num_parallel_calls, kMaxOpThreads));
   }
   const int parallel = num_parallel_calls == -1 ? NumCores() : num_parallel_calls;
   return std::make_shared<MapDataset>(std::move(input), std::move(fns), parallel, deterministic, std::move(spec));
@@ -282,8 +284,9 @@ absl::StatusOr<DatasetPtr> MakeFilterDataset(DatasetPtr input, Fns fns) {
   TFD_ASSIGN_OR_RETURN(ElementSpec spec, ChainSpec(input->spec(), fns));
   if (!spec.unknown && !(spec.components.size() == 1 && spec.components[0].dtype == DType::kBool &&
                          !spec.components[0].unknown_rank && spec.components[0].shape.empty())) {
-    return absl::InvalidArgumentError(fmt::format(
-        "the predicate must end in one bool scalar (e.g. `compare`), but the functions produce {}", spec.DebugString()));
+    return absl::InvalidArgumentError(
+        fmt::format("the predicate must end in one bool scalar (e.g. `compare`), but the functions produce {}",
+                    spec.DebugString()));
   }
   return std::make_shared<FilterDataset>(std::move(input), std::move(fns));
 }

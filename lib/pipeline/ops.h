@@ -23,9 +23,8 @@ absl::StatusOr<DatasetPtr> MakeRangeDataset(int64_t start, int64_t stop, int64_t
 absl::StatusOr<DatasetPtr> MakeFromTensorSlicesDataset(std::vector<Tensor> tensors);
 // Ops that open files (list_files, tfrecord, text_line, a cache file) check each path against
 // `paths` (null: every path allowed).
-absl::StatusOr<DatasetPtr> MakeListFilesDataset(const std::vector<std::string>& patterns, bool shuffle,
-                                                bool has_seed, uint64_t seed,
-                                                std::shared_ptr<const PathPolicy> paths = nullptr);
+absl::StatusOr<DatasetPtr> MakeListFilesDataset(const std::vector<std::string>& patterns, bool shuffle, bool has_seed,
+                                                uint64_t seed, std::shared_ptr<const PathPolicy> paths = nullptr);
 // The element an interleave body starts from (see IteratorContext::input_element).
 DatasetPtr MakeInputElementDataset(ElementSpec spec);
 

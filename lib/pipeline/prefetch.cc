@@ -112,7 +112,8 @@ absl::StatusOr<DatasetPtr> MakePrefetchDataset(DatasetPtr input, int64_t buffer_
   if (memory.where.empty()) memory.where = "prefetch";
   if (buffer_size == -1 || buffer_size == 0) buffer_size = 16;
   if (buffer_size <= 0) {
-    return absl::InvalidArgumentError(fmt::format("buffer_size must be positive, or 0/-1 for the default, got {}", buffer_size));
+    return absl::InvalidArgumentError(
+        fmt::format("buffer_size must be positive, or 0/-1 for the default, got {}", buffer_size));
   }
   return std::make_shared<PrefetchDataset>(std::move(input), static_cast<size_t>(buffer_size), std::move(memory));
 }

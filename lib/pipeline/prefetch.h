@@ -36,9 +36,9 @@ class PrefetchIterator : public Iterator {
   absl::Mutex mu_;
   absl::CondVar cv_;
   std::deque<Element> buffer_ ABSL_GUARDED_BY(mu_);
-  MemoryHold hold_ ABSL_GUARDED_BY(mu_);  // what buffer_ holds
+  MemoryHold hold_ ABSL_GUARDED_BY(mu_);      // what buffer_ holds
   absl::Status status_ ABSL_GUARDED_BY(mu_);  // error that ended the input
-  bool end_ ABSL_GUARDED_BY(mu_) = false;       // input finished (or failed)
+  bool end_ ABSL_GUARDED_BY(mu_) = false;     // input finished (or failed)
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -58,9 +58,9 @@ absl::Status CheckStaticSharding(const Pipeline& p, ProcessingMode mode, int64_t
   }
   TFD_ASSIGN_OR_RETURN(auto plan, SplitPlan::Create(p, options));
   if (plan.num_splits() < n) {
-    return absl::InvalidArgumentError(fmt::format(
-        "file sharding: op 0 ({}) has {} file(s) for {} workers; every worker needs at least one file",
-        OpKindName(source), plan.num_splits(), n));
+    return absl::InvalidArgumentError(
+        fmt::format("file sharding: op 0 ({}) has {} file(s) for {} workers; every worker needs at least one file",
+                    OpKindName(source), plan.num_splits(), n));
   }
   return absl::OkStatus();
 }
@@ -101,9 +101,7 @@ absl::StatusOr<Pipeline> ApplyStaticSharding(const Pipeline& p, ProcessingMode m
       shard->set_index(index);
       return out;
     }
-    case service::SHARD_HINT:
-      SetHints(&out, n, index);
-      return out;
+    case service::SHARD_HINT: SetHints(&out, n, index); return out;
     default:
       return absl::InvalidArgumentError(
           fmt::format("static sharding: {} is not a static sharding mode", service::ProcessingMode_Name(mode)));

@@ -28,7 +28,7 @@ absl::Status CheckStaticSharding(const pipeline::Pipeline& pipeline, service::Pr
                                  const BuildOptions& options);
 
 // The pipeline worker `index` of `n` runs.
-absl::StatusOr<pipeline::Pipeline> ApplyStaticSharding(const pipeline::Pipeline& pipeline,
-                                                       service::ProcessingMode mode, int64_t n, int64_t index);
+absl::StatusOr<pipeline::Pipeline> ApplyStaticSharding(const pipeline::Pipeline& pipeline, service::ProcessingMode mode,
+                                                       int64_t n, int64_t index);
 
 }  // namespace tfdata

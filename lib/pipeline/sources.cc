@@ -111,7 +111,8 @@ class InputElementDataset : public Dataset {
 
 class ZipDataset : public Dataset {
  public:
-  ZipDataset(std::vector<DatasetPtr> inputs, ElementSpec spec) : Dataset("zip", std::move(spec)), inputs_(std::move(inputs)) {}
+  ZipDataset(std::vector<DatasetPtr> inputs, ElementSpec spec)
+      : Dataset("zip", std::move(spec)), inputs_(std::move(inputs)) {}
   int64_t Cardinality() const override {
     int64_t n = kInfinite;
     for (const auto& in : inputs_) {
@@ -220,8 +221,8 @@ absl::StatusOr<DatasetPtr> MakeFromTensorSlicesDataset(std::vector<Tensor> tenso
       return absl::InvalidArgumentError(fmt::format("tensor {} is a scalar; slicing needs rank >= 1", i));
     }
     if (t.shape()[0] != tensors[0].shape()[0]) {
-      return absl::InvalidArgumentError(fmt::format("tensor {} has first dimension {} but tensor 0 has {}", i,
-                                                    t.shape()[0], tensors[0].shape()[0]));
+      return absl::InvalidArgumentError(
+          fmt::format("tensor {} has first dimension {} but tensor 0 has {}", i, t.shape()[0], tensors[0].shape()[0]));
     }
     spec.components.push_back(TensorSpec{t.dtype(), Shape(t.shape().begin() + 1, t.shape().end())});
   }

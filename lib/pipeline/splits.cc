@@ -97,8 +97,9 @@ absl::StatusOr<SplitPlan> SplitPlan::ForOp(const Op& op, const BuildOptions& opt
       return plan;
     }
     default:
-      return Unsplittable(where, "it is not a splittable source (range, from_tensor_slices, list_files, tfrecord, "
-                                 "text_line, zip, concatenate)");
+      return Unsplittable(where,
+                          "it is not a splittable source (range, from_tensor_slices, list_files, tfrecord, "
+                          "text_line, zip, concatenate)");
   }
 }
 
@@ -123,9 +124,7 @@ Split SplitPlan::Get(int64_t index) const {
       s.set_begin(index * split_size_);
       s.set_end(std::min(elements_, (index + 1) * split_size_));
       break;
-    case Kind::kFiles:
-      s.set_file(files_.at(static_cast<size_t>(index)));
-      break;
+    case Kind::kFiles: s.set_file(files_.at(static_cast<size_t>(index))); break;
     case Kind::kConcatenate: {
       int64_t offset = 0;
       for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -146,8 +145,8 @@ Split SplitPlan::Get(int64_t index) const {
 absl::StatusOr<Pipeline> SourcePipelineForSplit(const Op& source, const Split& split) {
   Pipeline out;
   const auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(fmt::format("split {} does not fit the {} source: {}", split.index(),
-                                                  OpKindName(source), why));
+    return absl::InvalidArgumentError(
+        fmt::format("split {} does not fit the {} source: {}", split.index(), OpKindName(source), why));
   };
   switch (source.kind_case()) {
     case Op::kRange: {
@@ -202,8 +201,7 @@ absl::StatusOr<Pipeline> SourcePipelineForSplit(const Op& source, const Split& s
       for (int i = 1; i < in.op_size(); ++i) *out.add_op() = in.op(i);
       return out;
     }
-    default:
-      return bad("not a splittable source");
+    default: return bad("not a splittable source");
   }
 }
 
@@ -222,7 +220,8 @@ class SplitSourceDataset : public Dataset {
  private:
   class It : public Iterator {
    public:
-    It(const SplitSourceDataset* ds, IteratorContext ctx, int64_t epoch) : ds_(ds), ctx_(std::move(ctx)), epoch_(epoch) {
+    It(const SplitSourceDataset* ds, IteratorContext ctx, int64_t epoch)
+        : ds_(ds), ctx_(std::move(ctx)), epoch_(epoch) {
       const ElementSpec& spec = ds->spec();
       if (!spec.unknown && spec.components.size() == 1 && spec.components[0].dtype != DType::kString) {
         const TensorSpec& c = spec.components[0];

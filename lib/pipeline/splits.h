@@ -51,10 +51,10 @@ class SplitPlan {
   static absl::StatusOr<SplitPlan> ForOp(const pipeline::Op& op, const BuildOptions& options, const std::string& where);
 
   Kind kind_ = Kind::kElements;
-  int64_t elements_ = 0;     // kElements: source size
-  int64_t split_size_ = 1;   // kElements: elements per split
-  std::vector<std::string> files_;     // kFiles
-  std::vector<SplitPlan> inputs_;      // kConcatenate
+  int64_t elements_ = 0;            // kElements: source size
+  int64_t split_size_ = 1;          // kElements: elements per split
+  std::vector<std::string> files_;  // kFiles
+  std::vector<SplitPlan> inputs_;   // kConcatenate
 };
 
 // The ops that replace `source` (a pipeline's first op) to produce exactly `split`'s elements.

@@ -17,7 +17,8 @@ absl::StatusOr<Tensor> Fill(Shape shape, const Src& values) {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       // Reject values the dtype cannot hold instead of wrapping (300 as int8 is a typo, not 44).
       if ((std::is_unsigned_v<T> && v < 0) || static_cast<decltype(v)>(static_cast<T>(v)) != v) {
-        return absl::InvalidArgumentError(fmt::format("tensor: value {} does not fit in {}", v, DTypeName(DTypeOf<T>::value)));
+        return absl::InvalidArgumentError(
+            fmt::format("tensor: value {} does not fit in {}", v, DTypeName(DTypeOf<T>::value)));
       }
     }
     out[i] = static_cast<T>(v);
@@ -88,7 +89,8 @@ absl::StatusOr<Tensor> TensorFromProto(const pipeline::TensorValue& value) {
     case DType::kFloat32: return Fill<float>(shape, value.float_values());
     case DType::kFloat64: return Fill<double>(shape, value.float_values());
     case DType::kString:
-      return Tensor::Strings(shape, std::vector<std::string>(value.string_values().begin(), value.string_values().end()));
+      return Tensor::Strings(shape,
+                             std::vector<std::string>(value.string_values().begin(), value.string_values().end()));
   }
   return absl::InternalError("unreachable dtype");
 }

@@ -20,8 +20,8 @@ class TensorBuffer {
     for (int64_t dim : tensor_.shape()) shape.append(nb::steal(PyLong_FromLongLong(dim)));
     d["shape"] = nb::tuple(shape);
     d["typestr"] = nb::str(TypeStr(tensor_.dtype()));
-    d["data"] = nb::make_tuple(nb::steal(PyLong_FromVoidPtr(const_cast<uint8_t*>(tensor_.raw()))),
-                               nb::bool_(!writable_));
+    d["data"] =
+        nb::make_tuple(nb::steal(PyLong_FromVoidPtr(const_cast<uint8_t*>(tensor_.raw()))), nb::bool_(!writable_));
     d["version"] = 3;
     return d;
   }

@@ -19,8 +19,8 @@ namespace {
 std::string BytesOf(nb::handle v, const std::string& where) {
   if (PyBytes_Check(v.ptr())) return std::string(PyBytes_AsString(v.ptr()), PyBytes_Size(v.ptr()));
   if (PyUnicode_Check(v.ptr())) return nb::cast<std::string>(v);
-  throw nb::type_error((where + ": expected bytes or str, got " +
-                        nb::cast<std::string>(nb::str(v.type().attr("__name__")))).c_str());
+  throw nb::type_error(
+      (where + ": expected bytes or str, got " + nb::cast<std::string>(nb::str(v.type().attr("__name__")))).c_str());
 }
 
 void WriteTFRecord(const std::string& path, nb::handle records, const std::string& compression) {

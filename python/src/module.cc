@@ -17,7 +17,7 @@
 namespace tfdata::python {
 void BindService(nanobind::module_& m);
 void BindIo(nanobind::module_& m);
-}
+}  // namespace tfdata::python
 
 NB_MODULE(_native, m) {
   m.doc() = "tfdata's C++ core; use the tfdata package, not this module.";

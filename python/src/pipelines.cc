@@ -418,8 +418,8 @@ void BindPipelines(nb::module_& m) {
   m.def(
       "message_check",
       [](const std::string& message, nb::handle fields) {
-        const pb::Descriptor* d = pb::DescriptorPool::generated_pool()->FindMessageTypeByName(
-            "tfdata.pipeline." + message);
+        const pb::Descriptor* d =
+            pb::DescriptorPool::generated_pool()->FindMessageTypeByName("tfdata.pipeline." + message);
         if (d == nullptr) ValueError("unknown message '" + message + "'");
         std::unique_ptr<pb::Message> msg(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
         FillMessage(msg.get(), fields, message);

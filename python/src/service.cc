@@ -9,14 +9,14 @@
 
 #include "lib/io/path_policy.h"
 #include "lib/service/client/coordinated_reader.h"
-#include "lib/service/grpc/grpc_dispatcher.h"
-#include "lib/service/common/address.h"
 #include "lib/service/client/read_loss.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/client/register_dataset.h"
+#include "lib/service/common/address.h"
+#include "lib/service/common/wire_compression.h"
+#include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/grpc/security.h"
 #include "lib/service/grpc/server.h"
-#include "lib/service/common/wire_compression.h"
 #include "python/src/iterator.h"
 #include "python/src/pipelines.h"
 #include "python/src/status.h"
@@ -157,12 +157,9 @@ class ReaderSource : public ElementSource {
   }
   void Close() override { reader_->Close(); }
   std::vector<std::pair<std::string, int64_t>> Stats() const override {
-    return {{"tasks", reader_->num_tasks()},
-            {"tasks_dropped", reader_->tasks_dropped()},
-            {"splits_lost", reader_->splits_lost()},
-            {"elements_skipped", reader_->elements_skipped()},
-            {"job_id", reader_->job_id()},
-            {"client_id", reader_->client_id()}};
+    return {{"tasks", reader_->num_tasks()},         {"tasks_dropped", reader_->tasks_dropped()},
+            {"splits_lost", reader_->splits_lost()}, {"elements_skipped", reader_->elements_skipped()},
+            {"job_id", reader_->job_id()},           {"client_id", reader_->client_id()}};
   }
   std::string warning() const override { return reader_->warning(); }
   std::string loss() const override { return service::DescribeReadLoss(*reader_); }
@@ -280,9 +277,9 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
 
 void BindService(nb::module_& m) {
   nb::class_<PyDispatchServer>(m, "DispatchServer")
-      .def(nb::init<int, const std::string&, const std::string&, bool, std::vector<std::string>, double, double,
-                    double, const std::vector<std::string>&, const std::string&, const std::string&,
-                    const std::string&, const std::string&>(),
+      .def(nb::init<int, const std::string&, const std::string&, bool, std::vector<std::string>, double, double, double,
+                    const std::vector<std::string>&, const std::string&, const std::string&, const std::string&,
+                    const std::string&>(),
            "port"_a, "host"_a, "work_dir"_a, "fault_tolerant"_a, "worker_addresses"_a, "worker_timeout_s"_a,
            "client_timeout_s"_a, "job_gc_timeout_s"_a, "allowed_paths"_a, "tls_cert"_a, "tls_key"_a, "tls_ca"_a,
            "auth_token_file"_a)

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<std::span<const uint8_t>> whole = {bytes};
   auto a = DecodeElements(whole);
   std::vector<std::span<const uint8_t>> pieces;
-  for (size_t at = 0; at < bytes.size(); at += cut + 1) pieces.push_back(bytes.subspan(at, std::min(cut + 1, bytes.size() - at)));
+  for (size_t at = 0; at < bytes.size(); at += cut + 1)
+    pieces.push_back(bytes.subspan(at, std::min(cut + 1, bytes.size() - at)));
   auto b = DecodeElements(pieces);
   if (a.ok() != b.ok()) std::abort();
   if (!a.ok()) return 0;

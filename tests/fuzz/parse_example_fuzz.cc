@@ -20,7 +20,8 @@ const tfdata::Function& Fn() {
       feature { name: "c" dtype: STRING shape: 2 default_value { string_values: ["x", "y"] } }
       feature { name: "d" dtype: INT64 shape: [2, 2] default_value { int_values: [1, 2, 3, 4] } }
       feature { name: "e" dtype: FLOAT32 shape: 0 default_value { } }
-    )", &spec);
+    )",
+                                                                      &spec);
     auto made = tfdata::MakeParseExample(spec);
     if (!parsed || !made.ok()) std::abort();  // the harness itself is broken
     return made->release();

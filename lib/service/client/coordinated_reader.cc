@@ -15,7 +15,8 @@ CoordinatedReader::CoordinatedReader(CoordinatedReadOptions options, std::unique
 
 absl::StatusOr<std::unique_ptr<CoordinatedReader>> CoordinatedReader::Create(
     CoordinatedReadOptions options, std::unique_ptr<DispatcherClient> dispatcher) {
-  if (options.num_consumers < 1) return absl::InvalidArgumentError("coordinated reads: --num-consumers must be at least 1");
+  if (options.num_consumers < 1)
+    return absl::InvalidArgumentError("coordinated reads: --num-consumers must be at least 1");
   if (options.max_outstanding_rounds < 1) {
     return absl::InvalidArgumentError("coordinated reads: --max-outstanding-requests must be at least 1");
   }
@@ -28,8 +29,8 @@ absl::StatusOr<std::unique_ptr<CoordinatedReader>> CoordinatedReader::Create(
   req.set_consumer_index(r->options_.consumer_index);
   TFD_RETURN_IF_ERROR(r->Join(req).status());
   if (r->client_id_ == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("coordinated reads: job \"", r->options_.job_name,
-                                                      "\" has ended; pick a new job name"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("coordinated reads: job \"", r->options_.job_name, "\" has ended; pick a new job name"));
   }
   TFD_RETURN_IF_ERROR(r->Start(r->options_.max_outstanding_rounds));
   return r;
@@ -151,8 +152,9 @@ void CoordinatedReader::FetchLoop() {
         break;
       }
       if (result.ok() && result->end_of_sequence) {
-        result = absl::FailedPreconditionError(absl::StrCat(
-            TaskName(task_id), " on worker ", address, " ended its stream: coordinated reads need an infinite pipeline"));
+        result = absl::FailedPreconditionError(
+            absl::StrCat(TaskName(task_id), " on worker ", address,
+                         " ended its stream: coordinated reads need an infinite pipeline"));
       }
       if (result.ok()) continue;  // the worker had nothing within the time-out: ask again
       if (absl::IsNotFound(result.status())) {

@@ -90,9 +90,9 @@ class CoordinatedReader : private JobMembership {
   const CoordinatedReadOptions options_;
 
   std::map<int64_t, TaskState> tasks_ ABSL_GUARDED_BY(mu_);
-  int64_t round_limit_ ABSL_GUARDED_BY(mu_) = 0;    // fetch only rounds below it (the lease)
-  int64_t next_issue_ ABSL_GUARDED_BY(mu_) = 0;     // the next round to fetch
-  int64_t next_deliver_ ABSL_GUARDED_BY(mu_) = 0;   // the next round Next() returns
+  int64_t round_limit_ ABSL_GUARDED_BY(mu_) = 0;   // fetch only rounds below it (the lease)
+  int64_t next_issue_ ABSL_GUARDED_BY(mu_) = 0;    // the next round to fetch
+  int64_t next_deliver_ ABSL_GUARDED_BY(mu_) = 0;  // the next round Next() returns
   int64_t issued_at_last_heartbeat_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int64_t, Fetched> fetched_ ABSL_GUARDED_BY(mu_);
   int64_t substituted_ ABSL_GUARDED_BY(mu_) = 0;

@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/core/status_macros.h"
-#include "lib/service/common/names.h"
 #include "lib/service/common/host_util.h"
 #include "lib/service/common/local_workers.h"
+#include "lib/service/common/names.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
@@ -116,9 +116,10 @@ absl::Status Reader::HeartbeatOnce() {
   absl::MutexLock lock(&mu_);
   if (!st.ok()) {
     if (absl::IsNotFound(st)) {
-      error_ = absl::NotFoundError(absl::StrCat("the dispatcher no longer knows this reader's job (it restarted "
-                                                "without --fault-tolerant, or released this reader): ",
-                                                st.message()));
+      error_ =
+          absl::NotFoundError(absl::StrCat("the dispatcher no longer knows this reader's job (it restarted "
+                                           "without --fault-tolerant, or released this reader): ",
+                                           st.message()));
       return error_;
     }
     return st;
@@ -176,11 +177,11 @@ absl::Status Reader::HeartbeatOnce() {
     if (now - untargeted_since_ > options_.untargeted_timeout) {
       std::string workers;
       for (const TaskInfo& t : resp.tasks()) absl::StrAppend(&workers, workers.empty() ? "" : ", ", t.worker_address());
-      error_ = absl::FailedPreconditionError(absl::StrCat(
-          "none of the job's workers (", workers, ") is ",
-          target_ == TARGET_WORKERS_LOCAL ? "local (in this process or on this host)" : "a worker",
-          options_.worker_tag.empty() ? "" : absl::StrCat(" with tag \"", options_.worker_tag, "\""),
-          ": check --target-workers / --worker-tag"));
+      error_ = absl::FailedPreconditionError(
+          absl::StrCat("none of the job's workers (", workers, ") is ",
+                       target_ == TARGET_WORKERS_LOCAL ? "local (in this process or on this host)" : "a worker",
+                       options_.worker_tag.empty() ? "" : absl::StrCat(" with tag \"", options_.worker_tag, "\""),
+                       ": check --target-workers / --worker-tag"));
       return error_;
     }
   } else {
@@ -336,10 +337,12 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
   TFD_RETURN_IF_ERROR(error_);
   if (!closed_ && elements_delivered_ == 0 && tasks_dropped_ > 0 &&
       tasks_dropped_ == static_cast<int64_t>(tasks_.size())) {
-    return absl::UnavailableError(absl::StrCat(
-        "no element was read: all ", tasks_dropped_, " task(s) were dropped because their workers could not be "
-        "reached (", absl::StrJoin(dropped_workers_, ", "), "); the workers are down, or still registered after "
-        "dying (the dispatcher forgets them after its --worker-timeout)"));
+    return absl::UnavailableError(absl::StrCat("no element was read: all ", tasks_dropped_,
+                                               " task(s) were dropped because their workers could not be "
+                                               "reached (",
+                                               absl::StrJoin(dropped_workers_, ", "),
+                                               "); the workers are down, or still registered after "
+                                               "dying (the dispatcher forgets them after its --worker-timeout)"));
   }
   return false;
 }

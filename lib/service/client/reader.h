@@ -8,8 +8,8 @@
 // tasks_dropped()) and reading goes on from the others. A read that ends with every task dropped
 // and no element delivered is an error (UNAVAILABLE naming the workers), not a clean end: an
 // empty read must never look like an empty dataset. A read that delivered something but dropped
-// tasks ends cleanly: callers that need every element check tasks_dropped() and splits_lost(). Close() (or the destructor) releases the
-// iteration at the dispatcher.
+// tasks ends cleanly: callers that need every element check tasks_dropped() and splits_lost(). Close() (or the
+// destructor) releases the iteration at the dispatcher.
 //
 // Next() is for one consumer thread; the other methods are thread-safe.
 #pragma once
@@ -70,7 +70,8 @@ bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::strin
 class Reader : private JobMembership {
  public:
   // Joins the job (one dispatcher call, bounded by the client's deadline) and starts fetching.
-  static absl::StatusOr<std::unique_ptr<Reader>> Create(ReaderOptions options, std::unique_ptr<DispatcherClient> dispatcher);
+  static absl::StatusOr<std::unique_ptr<Reader>> Create(ReaderOptions options,
+                                                        std::unique_ptr<DispatcherClient> dispatcher);
   ~Reader();
 
   // The next element (true), or the end of the data (false). Errors from the pipeline on a worker

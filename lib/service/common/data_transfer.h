@@ -44,8 +44,7 @@ absl::StatusOr<std::unique_ptr<DataTransferClient>> MakeDataTransferClient(const
                                                                            const std::string& address);
 
 // Makes a client of one transport for the worker at `address`.
-using TransportFactory =
-    std::function<absl::StatusOr<std::unique_ptr<DataTransferClient>>(const std::string& address)>;
+using TransportFactory = std::function<absl::StatusOr<std::unique_ptr<DataTransferClient>>(const std::string& address)>;
 // Registers (or replaces) the transport `name`. Thread-safe; usually run at static initialization.
 void RegisterTransport(const std::string& name, TransportFactory factory);
 // The registered transports' names, sorted.

@@ -217,8 +217,7 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
         r.Skip(n);
         break;
       }
-      default:
-        return r.Error(fmt::format("unsupported wire type {}", wire_type), tag_at);
+      default: return r.Error(fmt::format("unsupported wire type {}", wire_type), tag_at);
     }
   }
   if (frames.empty()) return result;
@@ -233,8 +232,8 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
       f.at.Copy(arena->mutable_data() + offset, f.size);
     } else if (!snappy::RawUncompress(f.compressed.data(), f.compressed.size(),
                                       reinterpret_cast<char*>(arena->mutable_data() + offset))) {
-      return absl::DataLossError(
-          fmt::format("GetElements response: element {} (compressed frame at byte {}): corrupt snappy data", i, frame_at));
+      return absl::DataLossError(fmt::format(
+          "GetElements response: element {} (compressed frame at byte {}): corrupt snappy data", i, frame_at));
     }
     const size_t padded = AlignUp(f.size);
     if (padded > f.size) std::memset(arena->mutable_data() + offset + f.size, 0, padded - f.size);

@@ -7,7 +7,6 @@
 
 #include <set>
 
-
 namespace tfdata::service {
 namespace {
 

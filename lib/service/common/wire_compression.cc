@@ -22,8 +22,8 @@ absl::StatusOr<Compression> ParseCompression(std::string_view flag) {
   if (flag == "none") return COMPRESSION_NONE;
   if (flag == "snappy") return COMPRESSION_SNAPPY;
   if (flag == "auto") return COMPRESSION_AUTO;
-  return absl::InvalidArgumentError(absl::StrCat("--compression: unknown value \"", std::string(flag),
-                                                 "\" (use none, snappy or auto)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--compression: unknown value \"", std::string(flag), "\" (use none, snappy or auto)"));
 }
 
 absl::StatusOr<std::string> CompressElement(const Element& element) {

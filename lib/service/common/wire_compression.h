@@ -23,8 +23,8 @@ absl::StatusOr<std::string> CompressElement(const Element& element);
 
 // What snappy does to a sample of a task's element stream.
 struct CompressionSample {
-  int64_t bytes = 0;              // uncompressed frame bytes measured
-  double ratio = 1;               // compressed / uncompressed
+  int64_t bytes = 0;                  // uncompressed frame bytes measured
+  double ratio = 1;                   // compressed / uncompressed
   double compress_bytes_per_s = 0;    // of uncompressed input, one thread
   double decompress_bytes_per_s = 0;  // of uncompressed output, one thread
 };

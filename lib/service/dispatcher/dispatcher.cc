@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/core/status_macros.h"
-#include "lib/pipeline/sharding.h"
 #include "lib/pipeline/fingerprint.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/service/common/wire_compression.h"
 #include "spdlog/spdlog.h"
 
@@ -69,9 +69,10 @@ absl::Status Dispatcher::Recover() {
   for (int64_t it : state_.ActiveIterations()) {
     if (state_.FindIteration(it)->clients.empty()) iteration_unclaimed_since_[it] = now;
   }
-  spdlog::info("dispatcher: recovered {} journal record(s) from {} ({} rejected as when live): {} worker(s), next "
-               "job id {}",
-               contents.updates.size(), path, rejected, state_.Workers().size(), state_.NextJobId());
+  spdlog::info(
+      "dispatcher: recovered {} journal record(s) from {} ({} rejected as when live): {} worker(s), next "
+      "job id {}",
+      contents.updates.size(), path, rejected, state_.Workers().size(), state_.NextJobId());
   return absl::OkStatus();
 }
 
@@ -211,8 +212,8 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
 
 absl::Status Dispatcher::CheckJobRequest(const GetOrCreateJobRequest& req) const {
   if (req.mode() != PARALLEL_EPOCHS && req.mode() != DISTRIBUTED_EPOCH && !IsStaticSharding(req.mode())) {
-    return absl::InvalidArgumentError(absl::StrCat("get or create job: unsupported processing mode ",
-                                                   ProcessingMode_Name(req.mode())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("get or create job: unsupported processing mode ", ProcessingMode_Name(req.mode())));
   }
   TFD_RETURN_IF_ERROR(CheckJobOptions(req));
   if (IsStaticSharding(req.mode()) && config_.worker_addresses.empty()) {
@@ -233,10 +234,10 @@ absl::StatusOr<const DispatcherState::Job*> Dispatcher::FindNamedJobLocked(const
         req.num_consumers(), " and cross_trainer_cache ", req.cross_trainer_cache() ? "on" : "off"));
   }
   if (job->dataset_id != req.dataset_id() || job->mode != req.mode()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "get or create job: job name \"", req.job_name(), "\" is used by ", JobName(job->id), " of dataset ",
-        job->dataset_id, " in mode ", ProcessingMode_Name(job->mode), "; this request asks for dataset ",
-        req.dataset_id(), " in mode ", ProcessingMode_Name(req.mode())));
+    return absl::InvalidArgumentError(absl::StrCat("get or create job: job name \"", req.job_name(), "\" is used by ",
+                                                   JobName(job->id), " of dataset ", job->dataset_id, " in mode ",
+                                                   ProcessingMode_Name(job->mode), "; this request asks for dataset ",
+                                                   req.dataset_id(), " in mode ", ProcessingMode_Name(req.mode())));
   }
   return job;
 }
@@ -247,23 +248,23 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
   if (req.mode() == DISTRIBUTED_EPOCH) {
     auto p = SplitPlan::Create(pipeline, config_.build_options);
     if (!p.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
-                                                     p.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ", p.status().message()));
     }
     plan = *std::move(p);
   }
   if (req.num_consumers() > 0) {
     if (auto st = CheckInfinite(pipeline); !st.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("get or create job: coordinated reads (--num-consumers) of dataset ",
-                                                     req.dataset_id(), ": ", st.message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "get or create job: coordinated reads (--num-consumers) of dataset ", req.dataset_id(), ": ", st.message()));
     }
   }
   if (IsStaticSharding(req.mode())) {
     auto st = CheckStaticSharding(pipeline, req.mode(), static_cast<int64_t>(config_.worker_addresses.size()),
                                   config_.build_options);
     if (!st.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ",
-                                                     st.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ", st.message()));
     }
   }
   return plan;
@@ -335,7 +336,8 @@ absl::StatusOr<int64_t> Dispatcher::JoinIterationLocked(const GetOrCreateJobRequ
   client_last_seen_[a->client_id()] = now;
   if (req.num_consumers() > 0) client_rounds_[a->client_id()] = ClientRounds{req.consumer_index(), 0};
   iteration_unclaimed_since_.erase(iteration_id);
-  spdlog::info("dispatcher: {} joined {} of {}", ClientName(a->client_id()), IterationName(iteration_id), JobName(job_id));
+  spdlog::info("dispatcher: {} joined {} of {}", ClientName(a->client_id()), IterationName(iteration_id),
+               JobName(job_id));
   return a->client_id();
 }
 
@@ -354,9 +356,10 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
   for (const std::string& w : req.unreachable_workers()) {
     if (!state_.WorkerKnown(w)) continue;
     if (++unreachable_reports_[w] == kSuspectAfterReports) {
-      spdlog::warn("dispatcher: worker {} suspected: readers could not reach it, and it has not heartbeated since; "
-                   "new jobs get no task on it until it heartbeats again",
-                   w);
+      spdlog::warn(
+          "dispatcher: worker {} suspected: readers could not reach it, and it has not heartbeated since; "
+          "new jobs get no task on it until it heartbeats again",
+          w);
     }
   }
   resp->set_incarnation_id(incarnation_id_);
@@ -414,8 +417,8 @@ absl::Status Dispatcher::CreateTaskLocked(int64_t iteration_id, const std::strin
   c->set_worker_address(worker);
   c->set_starting_round(*starting_round);
   TFD_RETURN_IF_ERROR(ApplyLocked(u));
-  spdlog::info("dispatcher: created {} of {} on worker {}{}", TaskName(c->task_id()), IterationName(iteration_id), worker,
-               *starting_round > 0 ? absl::StrCat(" (in the rotation from round ", *starting_round, ")") : "");
+  spdlog::info("dispatcher: created {} of {} on worker {}{}", TaskName(c->task_id()), IterationName(iteration_id),
+               worker, *starting_round > 0 ? absl::StrCat(" (in the rotation from round ", *starting_round, ")") : "");
   return absl::OkStatus();
 }
 
@@ -445,7 +448,8 @@ void Dispatcher::FillTaskDef(int64_t task_id, TaskDef* def) const {
   if (IsStaticSharding(job->mode)) {
     const auto& list = config_.worker_addresses;
     def->set_num_workers(static_cast<int32_t>(list.size()));
-    def->set_worker_index(static_cast<int32_t>(std::find(list.begin(), list.end(), task->worker_address) - list.begin()));
+    def->set_worker_index(
+        static_cast<int32_t>(std::find(list.begin(), list.end(), task->worker_address) - list.begin()));
   }
 }
 
@@ -459,8 +463,9 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     if (refused_workers_.insert(worker).second) {
       spdlog::warn("dispatcher: refused worker {}: not in --worker-addresses ({})", worker, known);
     }
-    return absl::FailedPreconditionError(absl::StrCat("worker ", worker, " is not in the dispatcher's fixed worker list (",
-                                                      known, "); static sharding admits only those workers"));
+    return absl::FailedPreconditionError(absl::StrCat("worker ", worker,
+                                                      " is not in the dispatcher's fixed worker list (", known,
+                                                      "); static sharding admits only those workers"));
   }
   const std::vector<std::string> tags(req.worker_tags().begin(), req.worker_tags().end());
   if (!state_.WorkerKnown(worker) || state_.WorkerTags(worker) != tags) {
@@ -539,8 +544,9 @@ absl::Status Dispatcher::LeaveLocked(const WorkerHeartbeatRequest& req) {
     if (auto st = ApplyLocked(u); !st.ok()) return st;
     returned += static_cast<int64_t>(tail.size());
   }
-  RemoveWorkerLocked(worker, returned > 0 ? absl::StrCat("left; ", returned, " split(s) it had not started go to other workers")
-                                          : std::string("left"));
+  RemoveWorkerLocked(worker, returned > 0
+                                 ? absl::StrCat("left; ", returned, " split(s) it had not started go to other workers")
+                                 : std::string("left"));
   return absl::OkStatus();
 }
 
@@ -572,7 +578,8 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
     }
     const std::string worker = it->first;
     ++it;  // RemoveWorkerLocked erases the entry
-    RemoveWorkerLocked(worker, absl::StrCat("lost (silent for more than ", absl::FormatDuration(config_.worker_timeout), ")"));
+    RemoveWorkerLocked(worker,
+                       absl::StrCat("lost (silent for more than ", absl::FormatDuration(config_.worker_timeout), ")"));
   }
   for (auto it = client_last_seen_.begin(); it != client_last_seen_.end();) {
     const int64_t client = it->first;
@@ -620,8 +627,8 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
   const auto* iteration = state_.FindIteration(task->iteration_id);
   const auto* job = state_.FindJob(iteration->job_id);
   if (job->mode != DISTRIBUTED_EPOCH) {
-    return absl::FailedPreconditionError(absl::StrCat("get splits: ", TaskName(req.task_id()), " is in mode ",
-                                                      ProcessingMode_Name(job->mode)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("get splits: ", TaskName(req.task_id()), " is in mode ", ProcessingMode_Name(job->mode)));
   }
   if (req.epoch() < 0) return absl::InvalidArgumentError("get splits: negative epoch");
   TFD_ASSIGN_OR_RETURN(const SplitPlan* plan, SplitPlanLocked(job->id));

@@ -166,8 +166,8 @@ class Dispatcher {
   // Iterations that have no clients, and since when.
   std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
-  std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);      // logged once each
-  std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);      // fault-tolerant only
+  std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);     // logged once each
+  std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);    // fault-tolerant only
   std::string journal_path_ ABSL_GUARDED_BY(mu_);
   int64_t compact_at_ ABSL_GUARDED_BY(mu_) = 0;  // records_written() that triggers compaction
   absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();

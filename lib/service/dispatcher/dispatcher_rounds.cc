@@ -25,23 +25,26 @@ constexpr int64_t kMaxRoundWindow = 1 << 16;
 }  // namespace
 
 absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
-  if (req.num_consumers() < 0) return absl::InvalidArgumentError("get or create job: --num-consumers must be at least 0");
+  if (req.num_consumers() < 0)
+    return absl::InvalidArgumentError("get or create job: --num-consumers must be at least 0");
   if (req.num_consumers() > 0) {
     if (req.job_name().empty()) {
-      return absl::InvalidArgumentError("coordinated reads (--num-consumers) need a --job-name shared by the consumers");
+      return absl::InvalidArgumentError(
+          "coordinated reads (--num-consumers) need a --job-name shared by the consumers");
     }
     // Static sharding pins each reader to its local worker; round robin needs all of them.
     if (req.mode() != PARALLEL_EPOCHS && req.mode() != DISTRIBUTED_EPOCH) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "coordinated reads (--num-consumers) need --mode parallel_epochs or distributed_epoch, not ",
-          ProcessingMode_Name(req.mode())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("coordinated reads (--num-consumers) need --mode parallel_epochs or distributed_epoch, not ",
+                       ProcessingMode_Name(req.mode())));
     }
     if (req.consumer_index() < 0 || req.consumer_index() >= req.num_consumers()) {
       return absl::InvalidArgumentError(absl::StrCat("--consumer-index ", req.consumer_index(),
                                                      " is outside [0, --num-consumers ", req.num_consumers(), ")"));
     }
     if (req.cross_trainer_cache()) {
-      return absl::InvalidArgumentError("--cross-trainer-cache and coordinated reads (--num-consumers) cannot be combined");
+      return absl::InvalidArgumentError(
+          "--cross-trainer-cache and coordinated reads (--num-consumers) cannot be combined");
     }
   } else if (req.consumer_index() != 0) {
     return absl::InvalidArgumentError("--consumer-index needs --num-consumers");
@@ -51,8 +54,8 @@ absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
       return absl::InvalidArgumentError("--cross-trainer-cache needs a --job-name shared by the trainers");
     }
     if (req.mode() != PARALLEL_EPOCHS) {
-      return absl::InvalidArgumentError(absl::StrCat("--cross-trainer-cache needs --mode parallel_epochs, not ",
-                                                     ProcessingMode_Name(req.mode())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--cross-trainer-cache needs --mode parallel_epochs, not ", ProcessingMode_Name(req.mode())));
     }
   }
   return absl::OkStatus();
@@ -68,9 +71,9 @@ absl::Status Dispatcher::CheckInfinite(const pipeline::Pipeline& pipeline) {
   TFD_ASSIGN_OR_RETURN(auto dataset, BuildDataset(pipeline, BuildOptions{}));
   const int64_t n = dataset->Cardinality();
   if (n == Dataset::kInfinite) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "the pipeline must be infinite (end it with `op { repeat {} }`), but it has ",
-      n >= 0 ? absl::StrCat(n, " element(s)") : std::string("an unknown number of elements")));
+  return absl::InvalidArgumentError(
+      absl::StrCat("the pipeline must be infinite (end it with `op { repeat {} }`), but it has ",
+                   n >= 0 ? absl::StrCat(n, " element(s)") : std::string("an unknown number of elements")));
 }
 
 void Dispatcher::GrantRoundsLocked(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp) {

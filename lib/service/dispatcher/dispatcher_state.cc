@@ -24,7 +24,9 @@ auto* Find(Map& map, const Key& key) {
 // its StateSnapshot message, under the same name) means adding it here, once. SCALAR copies a
 // number, bool, enum or string; MESSAGE a protobuf message; REPEATED a std container of scalars
 // as a repeated field. Fields whose snapshot form differs (a map as a list of pairs, ended tasks
-// listed on their own, worker tags, clients) are copied by hand in Snapshot and Restore.
+// listed on their own, worker tags, clients) are copied by hand in Snapshot and Restore. The lists
+// are kept as a table (clang-format off).
+// clang-format off
 #define TFD_DATASET_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(fingerprint) MESSAGE(pipeline) SCALAR(compression)
 #define TFD_JOB_FIELDS(SCALAR, MESSAGE, REPEATED) \
@@ -45,22 +47,24 @@ auto* Find(Map& map, const Key& key) {
 #define TFD_STATE_COUNTERS(COUNTER) \
   COUNTER(next_job_id) COUNTER(next_iteration_id) COUNTER(next_task_id) COUNTER(next_client_id) \
   COUNTER(next_dataset_number)
+// clang-format on
 
 namespace {
 
 // ToSnapshot and FromSnapshot of each record (DispatcherState::R <-> StateSnapshot::R), from its list.
 #define TFD_TO_SCALAR(f) o.set_##f(s.f);
 #define TFD_TO_MESSAGE(f) *o.mutable_##f() = s.f;
-#define TFD_TO_REPEATED(f) for (const auto& v : s.f) o.add_##f(v);
+#define TFD_TO_REPEATED(f) \
+  for (const auto& v : s.f) o.add_##f(v);
 #define TFD_FROM_SCALAR(f) s.f = o.f();
 #define TFD_FROM_MESSAGE(f) s.f = o.f();
 #define TFD_FROM_REPEATED(f) s.f = decltype(s.f)(o.f().begin(), o.f().end());
-#define TFD_SNAPSHOT_COPIES(R, FIELDS) \
-  void ToSnapshot(const DispatcherState::R& s, StateSnapshot::R& o) { \
-    FIELDS(TFD_TO_SCALAR, TFD_TO_MESSAGE, TFD_TO_REPEATED) \
-  } \
+#define TFD_SNAPSHOT_COPIES(R, FIELDS)                                  \
+  void ToSnapshot(const DispatcherState::R& s, StateSnapshot::R& o) {   \
+    FIELDS(TFD_TO_SCALAR, TFD_TO_MESSAGE, TFD_TO_REPEATED)              \
+  }                                                                     \
   void FromSnapshot(const StateSnapshot::R& o, DispatcherState::R& s) { \
-    FIELDS(TFD_FROM_SCALAR, TFD_FROM_MESSAGE, TFD_FROM_REPEATED) \
+    FIELDS(TFD_FROM_SCALAR, TFD_FROM_MESSAGE, TFD_FROM_REPEATED)        \
   }
 TFD_SNAPSHOT_COPIES(Dataset, TFD_DATASET_FIELDS)
 TFD_SNAPSHOT_COPIES(Job, TFD_JOB_FIELDS)
@@ -136,8 +140,8 @@ absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
     return Inconsistent("job name " + u.job_name() + " used twice");
   }
   if (u.num_consumers() < 0) return Inconsistent("negative num_consumers");
-  jobs_[u.job_id()] = Job{u.job_id(), u.dataset_id(), u.mode(), u.job_name(), {}, u.num_consumers(),
-                          u.cross_trainer_cache()};
+  jobs_[u.job_id()] =
+      Job{u.job_id(), u.dataset_id(), u.mode(), u.job_name(), {}, u.num_consumers(), u.cross_trainer_cache()};
   if (!u.job_name().empty()) job_by_name_[u.job_name()] = u.job_id();
   ++next_job_id_;
   return absl::OkStatus();
@@ -206,7 +210,8 @@ absl::Status DispatcherState::RemoveWorker(const RemoveWorkerUpdate& u) {
 absl::Status DispatcherState::AcquireClient(const AcquireClientUpdate& u) {
   if (u.client_id() != next_client_id_) return Inconsistent("client id out of order");
   Iteration* it = Find(iterations_, u.iteration_id());
-  if (it == nullptr || it->garbage_collected) return Inconsistent("client of unknown " + IterationName(u.iteration_id()));
+  if (it == nullptr || it->garbage_collected)
+    return Inconsistent("client of unknown " + IterationName(u.iteration_id()));
   it->clients.insert(u.client_id());
   client_iteration_[u.client_id()] = u.iteration_id();
   ++next_client_id_;
@@ -417,7 +422,9 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
   return absl::OkStatus();
 }
 
-const DispatcherState::Dataset* DispatcherState::FindDataset(const std::string& id) const { return Find(datasets_, id); }
+const DispatcherState::Dataset* DispatcherState::FindDataset(const std::string& id) const {
+  return Find(datasets_, id);
+}
 const DispatcherState::Dataset* DispatcherState::FindDatasetByFingerprint(const std::string& fp) const {
   const std::string* id = Find(dataset_by_fingerprint_, fp);
   return id == nullptr ? nullptr : FindDataset(*id);

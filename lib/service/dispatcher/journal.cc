@@ -135,15 +135,16 @@ absl::StatusOr<JournalContents> ReadJournal(const std::string& path) {
   while (pos < data.size()) {
     const size_t remaining = data.size() - pos;
     auto torn = [&](const std::string& why) {
-      out.warning = fmt::format("{}: the last record (offset {}, {} bytes) is torn ({}); dropped it", path, pos,
-                                remaining, why);
+      out.warning =
+          fmt::format("{}: the last record (offset {}, {} bytes) is torn ({}); dropped it", path, pos, remaining, why);
       return out;
     };
     if (remaining < 8) return torn("shorter than a record header");
     const uint32_t len = GetU32(data.data() + pos);
     const uint32_t crc = UnmaskCrc(GetU32(data.data() + pos + 4));
     if (len > kMaxRecord) {
-      return absl::DataLossError(fmt::format("{}: corrupt record at offset {}: length {} is impossible", path, pos, len));
+      return absl::DataLossError(
+          fmt::format("{}: corrupt record at offset {}: length {} is impossible", path, pos, len));
     }
     if (len > remaining - 8) return torn("shorter than its length");
     const uint32_t actual = Crc32cExtend(Crc32c(std::string_view(data.data() + pos, 4)), data.data() + pos + 8, len);

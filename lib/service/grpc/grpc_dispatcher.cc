@@ -5,17 +5,17 @@
 
 namespace tfdata::service {
 
-#define TFD_ADAPT(Method, Req, Resp)                                                                          \
-  grpc::Status GrpcDispatcherService::Method(grpc::ServerContext* ctx, const Req* req, Resp* resp) {          \
-    if (grpc::Status auth = CheckAuthToken(*ctx, security_.get()); !auth.ok()) return auth;                   \
-    return ToGrpcStatus(dispatcher_->Method(*req, resp));                                                    \
-  }                                                                                                          \
-  absl::Status GrpcDispatcherClient::Method(const Req& req, Resp* resp) {                                   \
-    grpc::ClientContext ctx;                                                                                 \
-    SetTimeout(&ctx, timeout_);                                                                              \
-    AddAuthToken(&ctx, security_.get());                                                                     \
-    return ExplainSecurityError(FromGrpcStatus(stub_->Method(&ctx, req, resp), "dispatcher " + address_ + ": " #Method), \
-                                security_.get());                                                            \
+#define TFD_ADAPT(Method, Req, Resp)                                                                               \
+  grpc::Status GrpcDispatcherService::Method(grpc::ServerContext* ctx, const Req* req, Resp* resp) {               \
+    if (grpc::Status auth = CheckAuthToken(*ctx, security_.get()); !auth.ok()) return auth;                        \
+    return ToGrpcStatus(dispatcher_->Method(*req, resp));                                                          \
+  }                                                                                                                \
+  absl::Status GrpcDispatcherClient::Method(const Req& req, Resp* resp) {                                          \
+    grpc::ClientContext ctx;                                                                                       \
+    SetTimeout(&ctx, timeout_);                                                                                    \
+    AddAuthToken(&ctx, security_.get());                                                                           \
+    return ExplainSecurityError(                                                                                   \
+        FromGrpcStatus(stub_->Method(&ctx, req, resp), "dispatcher " + address_ + ": " #Method), security_.get()); \
   }
 
 TFD_ADAPT(RegisterDataset, RegisterDatasetRequest, RegisterDatasetResponse)

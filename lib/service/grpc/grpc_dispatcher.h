@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "lib/service/dispatcher/dispatcher.h"
 #include "lib/service/common/dispatcher_client.h"
+#include "lib/service/dispatcher/dispatcher.h"
 #include "lib/service/grpc/security.h"
 #include "proto/service.grpc.pb.h"
 

@@ -18,10 +18,10 @@ absl::Status FromGrpcStatus(const grpc::Status& status, std::string_view what) {
   if (code == absl::StatusCode::kCancelled) code = absl::StatusCode::kUnavailable;
   const bool transport = code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded;
   if (transport && !what.empty()) {
-    return absl::Status(code, absl::StrCat(std::string(what), ": ", code == absl::StatusCode::kDeadlineExceeded
-                                                              ? "no answer in time"
-                                                              : "unreachable",
-                                           " (", status.error_message(), ")"));
+    return absl::Status(
+        code, absl::StrCat(std::string(what), ": ",
+                           code == absl::StatusCode::kDeadlineExceeded ? "no answer in time" : "unreachable", " (",
+                           status.error_message(), ")"));
   }
   if (code == absl::StatusCode::kUnauthenticated && !what.empty()) {
     return absl::Status(code, absl::StrCat(std::string(what), ": ", status.error_message()));

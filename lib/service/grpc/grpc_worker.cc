@@ -4,8 +4,8 @@
 #include "absl/synchronization/notification.h"
 #include "lib/core/status_macros.h"
 #include "lib/service/common/elements_wire.h"
-#include "lib/service/grpc/grpc_util.h"
 #include "lib/service/common/host_util.h"
+#include "lib/service/grpc/grpc_util.h"
 
 namespace tfdata::service {
 namespace {
@@ -25,9 +25,9 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
 
 // A slice that references bytes kept alive by `owner` rather than copying them.
 grpc::Slice ReferenceSlice(const void* data, size_t size, const std::shared_ptr<const void>& owner) {
-  return grpc::Slice(const_cast<void*>(data), size,
-                     [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); },
-                     new std::shared_ptr<const void>(owner));
+  return grpc::Slice(
+      const_cast<void*>(data), size, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); },
+      new std::shared_ptr<const void>(owner));
 }
 
 }  // namespace
@@ -145,7 +145,8 @@ absl::StatusOr<GetElementsResult> GrpcDataTransferClient::GetElements(const GetE
     done.Notify();
   });
   done.WaitForNotification();
-  if (auto st = FromGrpcStatus(status, "worker " + address_); !st.ok()) return ExplainSecurityError(st, security_.get());
+  if (auto st = FromGrpcStatus(status, "worker " + address_); !st.ok())
+    return ExplainSecurityError(st, security_.get());
   std::vector<grpc::Slice> slices;
   if (response.Valid() && !response.Dump(&slices).ok()) {
     return absl::DataLossError(absl::StrCat("worker ", address_, ": unreadable response"));

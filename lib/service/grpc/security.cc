@@ -37,7 +37,8 @@ Names NamesFor(const SecurityFiles& f) {
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path, const std::string& name) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(name, " ", path, ": cannot read (", std::strerror(errno), ")"));
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat(name, " ", path, ": cannot read (", std::strerror(errno), ")"));
   std::ostringstream s;
   s << in.rdbuf();
   if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(name, " ", path, ": cannot read"));
@@ -99,8 +100,8 @@ absl::StatusOr<std::shared_ptr<const Security>> LoadSecurity(const SecurityFiles
     return absl::InvalidArgumentError(absl::StrCat(n.cert, " and ", n.key, " go together: give both or neither"));
   }
   if (role != SecurityRole::kClient && !files.tls_ca.empty() && files.tls_cert.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(n.ca, " on a server asks for mutual TLS, which needs the server's own ",
-                                                   n.cert, " and ", n.key));
+    return absl::InvalidArgumentError(
+        absl::StrCat(n.ca, " on a server asks for mutual TLS, which needs the server's own ", n.cert, " and ", n.key));
   }
   auto security = std::make_shared<Security>();
   if (!files.tls_cert.empty()) {
@@ -144,8 +145,8 @@ absl::StatusOr<std::shared_ptr<const Security>> LoadSecurity(const SecurityFiles
     for (const char c : token) {
       // gRPC metadata values are printable ASCII.
       if (c < 0x20 || c > 0x7e) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            n.token, " ", files.auth_token_file, ": the token must be one line of printable ASCII characters"));
+        return absl::InvalidArgumentError(absl::StrCat(n.token, " ", files.auth_token_file,
+                                                       ": the token must be one line of printable ASCII characters"));
       }
     }
     security->token = token;
@@ -190,8 +191,10 @@ grpc::Status CheckAuthToken(const grpc::ServerContext& ctx, const Security* secu
   const auto it = metadata.find(kAuthHeader);
   // Both sides hashed, so that the comparison takes the same time whatever the lengths.
   const auto expected = Digest(kBearer + security->token);
-  const auto given = Digest(it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size()));
-  if (it != metadata.end() && CRYPTO_memcmp(expected.data(), given.data(), expected.size()) == 0) return grpc::Status::OK;
+  const auto given =
+      Digest(it == metadata.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size()));
+  if (it != metadata.end() && CRYPTO_memcmp(expected.data(), given.data(), expected.size()) == 0)
+    return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "missing or wrong auth token (this server was started with --auth-token-file: give the client "
                       "the same token)");
@@ -210,9 +213,10 @@ absl::Status ExplainSecurityError(absl::Status status, const Security* security)
               absl::StrContains(m, "Socket closed") || absl::StrContains(m, "ertificate"))) {
     return absl::Status(
         status.code(),
-        absl::StrCat(m, "; TLS handshake failed: check that --tls-ca is the CA that signed the server's certificate, "
-                        "that the host name in the address is in that certificate, that the server uses TLS, and for "
-                        "mutual TLS that the client gives --tls-cert and --tls-key"));
+        absl::StrCat(m,
+                     "; TLS handshake failed: check that --tls-ca is the CA that signed the server's certificate, "
+                     "that the host name in the address is in that certificate, that the server uses TLS, and for "
+                     "mutual TLS that the client gives --tls-cert and --tls-key"));
   }
   return status;
 }

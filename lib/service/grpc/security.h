@@ -31,9 +31,9 @@ struct SecurityFiles {
 struct Security {
   std::string cert_pem;  // empty: no certificate (client: no client certificate)
   std::string key_pem;
-  std::string ca_pem;    // server: require and verify client certificates (mutual TLS); client: the
-                         // CA servers are verified against (empty with TLS on: the system's roots)
-  std::string token;     // empty: no token
+  std::string ca_pem;  // server: require and verify client certificates (mutual TLS); client: the
+                       // CA servers are verified against (empty with TLS on: the system's roots)
+  std::string token;   // empty: no token
   // Clients: TLS when any of cert/ca is given. Servers: TLS when cert is given.
   bool client_tls() const { return !cert_pem.empty() || !ca_pem.empty(); }
   bool server_tls() const { return !cert_pem.empty(); }

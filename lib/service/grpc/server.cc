@@ -70,8 +70,8 @@ absl::Status WorkerServer::Start() {
   worker_ = std::make_shared<Worker>(options_.config, std::move(dispatcher));
   service_ = std::make_unique<GrpcWorkerService>(worker_.get(), options_.security);
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
-  TFD_ASSIGN_OR_RETURN(server_, BuildServer(service_.get(), options_.security.get(), options_.host, options_.port,
-                                            &port_, &cq));
+  TFD_ASSIGN_OR_RETURN(server_,
+                       BuildServer(service_.get(), options_.security.get(), options_.host, options_.port, &port_, &cq));
   service_->Start(std::move(cq));
   // The address readers use is known only once the port is bound; no task (and so no call) can
   // reach the worker before its first heartbeat, which Start() sends with this address.

@@ -139,7 +139,10 @@ class CrossTrainerPolicy final : public ServingPolicy {
 class RoundsPolicy final : public ServingPolicy {
  public:
   RoundsPolicy(const TaskDef& def, const WorkerConfig& config, TaskBuffer& buffer)
-      : task_id_(def.task_id()), num_consumers_(def.num_consumers()), config_(config), buffer_(buffer),
+      : task_id_(def.task_id()),
+        num_consumers_(def.num_consumers()),
+        config_(config),
+        buffer_(buffer),
         rounds_(def.num_consumers()) {}
 
   absl::StatusOr<GetElementsResult> Serve(const GetElementsRequest& req) override {
@@ -161,9 +164,10 @@ class RoundsPolicy final : public ServingPolicy {
       if (const int64_t dropped = rounds_.Expire(now, config_.round_expiry); dropped > 0) {
         // Logged the first time; later drops only count (TaskStats).
         if (elements_dropped_ == 0) {
-          spdlog::warn("worker: {}: dropped {} element(s) of rounds open for more than {} (their consumers stopped "
-                       "asking; later drops are not logged)",
-                       TaskName(task_id_), dropped, absl::FormatDuration(config_.round_expiry));
+          spdlog::warn(
+              "worker: {}: dropped {} element(s) of rounds open for more than {} (their consumers stopped "
+              "asking; later drops are not logged)",
+              TaskName(task_id_), dropped, absl::FormatDuration(config_.round_expiry));
         }
         elements_dropped_ += dropped;
       }
@@ -190,8 +194,8 @@ class RoundsPolicy final : public ServingPolicy {
       }
       if (buffer_.done() && buffer_.size() < needed) {
         TFD_RETURN_IF_ERROR(buffer_.error());
-        return absl::FailedPreconditionError(absl::StrCat(
-            TaskName(task_id_), ": the pipeline ended, but coordinated reads need an infinite pipeline"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(TaskName(task_id_), ": the pipeline ended, but coordinated reads need an infinite pipeline"));
       }
       if (now >= limits.deadline) return result;  // nothing yet: the reader asks again
       // Wake up now and then: expiry frees room without any other change.

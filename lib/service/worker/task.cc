@@ -80,11 +80,12 @@ bool Task::ShouldCompressFor(const GetElementsResult& result, bool remote_peer) 
   if (!auto_compress_) {
     const CompressionSample s = MeasureSnappy(result.elements);
     auto_compress_ = ShouldCompress(s, config_.link_bytes_per_s);
-    spdlog::info("worker: {} (dataset {}, compression auto): snappy ratio {:.2f} on {} bytes, compresses {:.0f} MB/s, "
-                 "decompresses {:.0f} MB/s; link {:.0f} MB/s -> {} (estimated {:.0f} MB/s compressed)",
-                 TaskName(def_.task_id()), def_.dataset_id(), s.ratio, s.bytes, s.compress_bytes_per_s / 1e6,
-                 s.decompress_bytes_per_s / 1e6, config_.link_bytes_per_s / 1e6,
-                 *auto_compress_ ? "compressing" : "not compressing", CompressedThroughput(s, config_.link_bytes_per_s) / 1e6);
+    spdlog::info(
+        "worker: {} (dataset {}, compression auto): snappy ratio {:.2f} on {} bytes, compresses {:.0f} MB/s, "
+        "decompresses {:.0f} MB/s; link {:.0f} MB/s -> {} (estimated {:.0f} MB/s compressed)",
+        TaskName(def_.task_id()), def_.dataset_id(), s.ratio, s.bytes, s.compress_bytes_per_s / 1e6,
+        s.decompress_bytes_per_s / 1e6, config_.link_bytes_per_s / 1e6,
+        *auto_compress_ ? "compressing" : "not compressing", CompressedThroughput(s, config_.link_bytes_per_s) / 1e6);
   }
   return *auto_compress_;
 }
@@ -113,10 +114,10 @@ absl::Status Task::Run() {
     TFD_ASSIGN_OR_RETURN(pipeline, ApplyStaticSharding(pipeline, def_.mode(), def_.num_workers(), def_.worker_index()));
   }
   BuildOptions options = config_.build_options;
-  options.memory = std::make_shared<MemoryBudget>(config_.max_task_memory,
-                                                  "the task's memory limit (worker --max-task-memory)");
+  options.memory =
+      std::make_shared<MemoryBudget>(config_.max_task_memory, "the task's memory limit (worker --max-task-memory)");
   TFD_ASSIGN_OR_RETURN(auto dataset, splits_ ? BuildSplitFedDataset(pipeline, options, splits_, source)
-                                              : BuildDataset(pipeline, options, source));
+                                             : BuildDataset(pipeline, options, source));
   TFD_ASSIGN_OR_RETURN(auto it, dataset->MakeIterator(IteratorContext{}));
   // Elements are handed over in small batches: one lock (and one wake-up of a waiting reader) per
   // batch rather than per element. A batch is closed early after kBatchLatency, so a slow

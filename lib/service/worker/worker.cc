@@ -59,9 +59,10 @@ void Worker::Leave() {
   if (auto st = dispatcher_->WorkerHeartbeat(req, &resp); st.ok()) {
     spdlog::info("worker {}: left the dispatcher", config_.worker_address);
   } else {
-    spdlog::warn("worker {}: could not tell the dispatcher it is leaving ({}); it will find out after its "
-                 "--worker-timeout",
-                 config_.worker_address, st.ToString());
+    spdlog::warn(
+        "worker {}: could not tell the dispatcher it is leaving ({}); it will find out after its "
+        "--worker-timeout",
+        config_.worker_address, st.ToString());
   }
   Stop();
 }

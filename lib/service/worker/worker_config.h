@@ -41,8 +41,8 @@ struct WorkerConfig {
 // A task's counters, for tests and logs.
 struct TaskStats {
   int64_t window_bytes = 0, window_peak_bytes = 0, window_max_bytes = 0;  // cross-trainer cache
-  int64_t round_elements_dropped = 0, late_elements = 0;               // coordinated reads
-  std::optional<bool> auto_compress;                                     // COMPRESSION_AUTO's decision
+  int64_t round_elements_dropped = 0, late_elements = 0;                  // coordinated reads
+  std::optional<bool> auto_compress;                                      // COMPRESSION_AUTO's decision
 };
 
 }  // namespace tfdata::service
