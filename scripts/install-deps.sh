@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config clang-format
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libcli11-dev libfmt-dev libspdlog-dev catch2
   zlib1g-dev libsnappy-dev libjpeg62-turbo-dev libxxhash-dev

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/check-layering.sh   # lib/service's roles include each other only the allowed way; only grpc/ includes gRPC
 scripts/install-deps.sh
+scripts/check-format.sh     # clang-format (.clang-format) would change no file
 scripts/python-env.sh
 scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python"
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 300)
