@@ -15,6 +15,7 @@ Python work (collecting and checking) from queueing on one GIL. Each reader is i
 at the dispatcher either way.
 """
 import argparse
+import itertools
 import json
 import os
 import random
@@ -80,9 +81,10 @@ def reader_main(args):
     # A read that lost data ends with a DataLossWarning: here it is an error (no faults are made).
     warnings.simplefilter("error", tfdata.DataLossWarning)
     pipes = pipelines()
+    t_start = time.monotonic()
     lock = threading.Lock()
     totals = {"reads": 0, "complete": 0, "early": 0, "elements": 0, "errors": 0, "duplicates": 0,
-              "missing": 0, "max_read_seconds": 0.0,
+              "missing": 0, "max_read_seconds": 0.0, "reads_per_30s": [],
               "by_mode": {m: {"reads": 0, "elements": 0} for m in ("parallel_epochs", "distributed_epoch")}}
     messages = []
 
@@ -137,6 +139,11 @@ def reader_main(args):
             totals["duplicates"] += duplicates
             totals["missing"] += missing
             totals["max_read_seconds"] = max(totals["max_read_seconds"], seconds)
+            # Reads finished per 30 s of the run: a service slowing down shows here.
+            bucket = int((time.monotonic() - t_start) // 30)
+            per = totals["reads_per_30s"]
+            per.extend([0] * (bucket + 1 - len(per)))
+            per[bucket] += 1
             totals["by_mode"][mode]["reads"] += 1
             totals["by_mode"][mode]["elements"] += int(flat.size)
 
@@ -163,12 +170,15 @@ def reader_main(args):
 
 
 def sample(pids):
-    """{name: (VmRSS bytes, open fds)} of each server process."""
+    """{name: (VmRSS bytes, open fds, CPU seconds so far)} of each server process."""
     out = {}
     for name, pid in pids.items():
         with open(f"/proc/{pid}/status") as f:
             rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
-        out[name] = (rss, len(os.listdir(f"/proc/{pid}/fd")))
+        with open(f"/proc/{pid}/stat") as f:
+            utime, stime = f.read().rsplit(")", 1)[1].split()[11:13]
+        cpu = (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+        out[name] = (rss, len(os.listdir(f"/proc/{pid}/fd")), cpu)
     return out
 
 
@@ -281,7 +291,7 @@ def driver_main(args):
     per_process = {}
     failures = list(reader_failures)
     for name in pids:
-        (rss0, fd0), (rss1, fd1) = start_sample[1][name], end_sample[1][name]
+        (rss0, fd0, _), (rss1, fd1, _) = start_sample[1][name], end_sample[1][name]
         per_process[name] = {"rss_start": rss0, "rss_end": rss1, "fds_start": fd0, "fds_end": fd1,
                              "fds_idle_before": idle_before[name][1], "fds_idle_after": idle_after[name][1],
                              "rss_idle_after": idle_after[name][0]}
@@ -307,11 +317,16 @@ def driver_main(args):
         **total, "by_mode": by_mode,
         "max_read_seconds": round(max((r["max_read_seconds"] for r in results), default=0), 2),
         "processes": per_process, "messages": messages[:20], "failures": failures, "ok": not failures,
+        "reads_per_30s": [sum(col) for col in itertools.zip_longest(*(r["reads_per_30s"] for r in results),
+                                                                    fillvalue=0)],
+        # Every 5 s under load: RSS and fds, and CPU seconds used since the previous sample.
         "series": [(t, {"dispatcher_rss": s["dispatcher"][0],
                         "workers_rss": sum(v[0] for n, v in s.items() if n != "dispatcher"),
                         "dispatcher_fds": s["dispatcher"][1],
-                        "workers_fds": sum(v[1] for n, v in s.items() if n != "dispatcher")})
-                   for t, s in series],
+                        "workers_fds": sum(v[1] for n, v in s.items() if n != "dispatcher"),
+                        "dispatcher_cpu": round(s["dispatcher"][2] - prev["dispatcher"][2], 2),
+                        "workers_cpu": round(sum(v[2] - prev[n][2] for n, v in s.items() if n != "dispatcher"), 2)})
+                   for (t, s), (_, prev) in zip(series, [(0, idle_before)] + series)],
         "logs": tmp,
     }
     report(summary)
@@ -333,6 +348,9 @@ def report(s):
     for name, v in s["processes"].items():
         p(f"{name:<11} {v['rss_start'] / 2**20:>6.1f} MiB {v['rss_end'] / 2**20:>6.1f} MiB {v['fds_start']:>9} "
           f"{v['fds_end']:>8} {v['fds_idle_before']:>15} {v['fds_idle_after']:>6}")
+    p(f"reads per 30 s: {s['reads_per_30s']}")
+    cpu = [(t, v["dispatcher_cpu"]) for t, v in s["series"]]
+    p(f"dispatcher CPU seconds per 5 s, first and last: {cpu[:3]} ... {cpu[-3:]}")
     for m in s["messages"]:
         p("  error:", m)
     p("OK" if s["ok"] else "FAILED: " + "; ".join(s["failures"]))
