@@ -182,6 +182,15 @@ def sample(pids):
     return out
 
 
+def idle_cpu(pids, seconds=3.0):
+    """A sample of the idle cluster, with the dispatcher's CPU use in that state (CPU seconds per
+    second: the workers' heartbeats only), to compare before and after the load."""
+    s0 = sample(pids)
+    time.sleep(seconds)
+    s1 = sample(pids)
+    return {**s1, "dispatcher_idle_cpu": (s1["dispatcher"][2] - s0["dispatcher"][2]) / seconds}
+
+
 def wait_for_file(path, proc, timeout=20.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -229,7 +238,7 @@ def driver_main(args):
             time.sleep(0.2)
         pids = {name: p.pid for name, p in servers.items()}
         time.sleep(6)  # the warm-up read's job is collected (5 s): the cluster is idle
-        idle_before = sample(pids)
+        idle_before = idle_cpu(pids)
 
         t0 = time.monotonic()
         end = time.time() + args.seconds
@@ -265,7 +274,7 @@ def driver_main(args):
                 reader_failures.append(f"reader process {i} exited {r.returncode} (see {tmp}/reader{i}.log)")
         elapsed = time.monotonic() - t0
         time.sleep(8)  # released jobs collected (5 s) and the workers told so (next heartbeat)
-        idle_after = sample(pids)
+        idle_after = idle_cpu(pids)
         crashed = [name for name, p in servers.items() if p.poll() is not None]
     finally:
         for r in readers:
@@ -294,7 +303,8 @@ def driver_main(args):
         (rss0, fd0, _), (rss1, fd1, _) = start_sample[1][name], end_sample[1][name]
         per_process[name] = {"rss_start": rss0, "rss_end": rss1, "fds_start": fd0, "fds_end": fd1,
                              "fds_idle_before": idle_before[name][1], "fds_idle_after": idle_after[name][1],
-                             "rss_idle_after": idle_after[name][0]}
+                             "rss_idle_after": idle_after[name][0],
+                             "rss_growth_per_read": round((rss1 - rss0) / max(1, total["reads"]))}
         if rss1 > rss0 * (1 + RSS_GROWTH[0]) + RSS_GROWTH[1]:
             failures.append(f"{name}: RSS grew from {rss0 >> 20} to {rss1 >> 20} MiB")
         if fd1 > fd0 + FD_GROWTH_LOADED:
@@ -327,6 +337,8 @@ def driver_main(args):
                         "dispatcher_cpu": round(s["dispatcher"][2] - prev["dispatcher"][2], 2),
                         "workers_cpu": round(sum(v[2] - prev[n][2] for n, v in s.items() if n != "dispatcher"), 2)})
                    for (t, s), (_, prev) in zip(series, [(0, idle_before)] + series)],
+        "dispatcher_idle_cpu_before": round(idle_before["dispatcher_idle_cpu"], 4),
+        "dispatcher_idle_cpu_after": round(idle_after["dispatcher_idle_cpu"], 4),
         "logs": tmp,
     }
     report(summary)
@@ -348,7 +360,10 @@ def report(s):
     for name, v in s["processes"].items():
         p(f"{name:<11} {v['rss_start'] / 2**20:>6.1f} MiB {v['rss_end'] / 2**20:>6.1f} MiB {v['fds_start']:>9} "
           f"{v['fds_end']:>8} {v['fds_idle_before']:>15} {v['fds_idle_after']:>6}")
+    p(f"RSS growth per read, bytes: " + ", ".join(f"{n} {v['rss_growth_per_read']}" for n, v in s["processes"].items()))
     p(f"reads per 30 s: {s['reads_per_30s']}")
+    p(f"dispatcher CPU when idle, before and after: {s['dispatcher_idle_cpu_before']:.1%} "
+      f"{s['dispatcher_idle_cpu_after']:.1%} of a core")
     cpu = [(t, v["dispatcher_cpu"]) for t, v in s["series"]]
     p(f"dispatcher CPU seconds per 5 s, first and last: {cpu[:3]} ... {cpu[-3:]}")
     for m in s["messages"]:
