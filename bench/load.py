@@ -8,7 +8,7 @@ a JSON summary on stdout; exits 1 when a check fails.
     python bench/load.py --binary build/tfdata [--seconds 600]
 
 The readers are threads, 16 in each of 4 Python processes (`--reader` mode of this file), not 64
-`tfdata read` processes: 64 gRPC clients with their own thread pools and ~30 MB each would
+`tfdata read` processes: 64 gRPC clients, each with its own threads and heap, would
 measure the 2-core machine's scheduler more than the service. Iteration waits with the GIL
 released, so the 16 threads of a process read concurrently; 4 processes keep the per-element
 Python work (collecting and checking) from queueing on one GIL. Each reader is its own client
