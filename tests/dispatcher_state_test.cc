@@ -81,3 +81,30 @@ TEST_CASE("dispatcher state: assigned dataset ids skip ids users chose", "[dispa
   CHECK(s.NextDatasetId() == "3");
   CHECK(s.FindDatasetByFingerprint("c")->id == "mine");
 }
+
+TEST_CASE("dispatcher state: active iterations are the live ones, also after a snapshot restore",
+          "[dispatcher_state]") {
+  DispatcherState s;
+  REQUIRE(s.Apply(U(kRecords[0])).ok());
+  REQUIRE(s.Apply(U(kRecords[1])).ok());
+  // Three jobs of one iteration each (one task on w1:1); the first is collected.
+  for (int j = 1; j <= 3; ++j) {
+    REQUIRE(
+        s.Apply(U("create_job { job_id: " + std::to_string(j) + " dataset_id: \"1\" mode: PARALLEL_EPOCHS }")).ok());
+    REQUIRE(s.Apply(U("create_iteration { iteration_id: " + std::to_string(j) + " job_id: " + std::to_string(j) +
+                      " repetition: 0 }"))
+                .ok());
+    REQUIRE(s.Apply(U("create_task { task_id: " + std::to_string(j) + " iteration_id: " + std::to_string(j) +
+                      " worker_address: \"w1:1\" }"))
+                .ok());
+  }
+  REQUIRE(s.Apply(U("garbage_collect_iteration { iteration_id: 1 }")).ok());
+  CHECK(s.ActiveIterations() == std::vector<int64_t>{2, 3});
+  DispatcherState copy;
+  Update snap;
+  *snap.mutable_snapshot() = s.Snapshot();
+  REQUIRE(copy.Apply(snap).ok());
+  CHECK(copy.ActiveIterations() == std::vector<int64_t>{2, 3});
+  REQUIRE(copy.Apply(U("garbage_collect_iteration { iteration_id: 3 }")).ok());
+  CHECK(copy.ActiveIterations() == std::vector<int64_t>{2});
+}

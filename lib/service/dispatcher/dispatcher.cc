@@ -602,8 +602,11 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
     Update u;
     u.mutable_garbage_collect_iteration()->set_iteration_id(iteration_id);
     if (ApplyLocked(u).ok()) {
+      const int64_t job_id = state_.FindIteration(iteration_id)->job_id;
       spdlog::info("dispatcher: {} of {} garbage-collected (no clients for {})", IterationName(iteration_id),
-                   JobName(state_.FindIteration(iteration_id)->job_id), absl::FormatDuration(config_.job_gc_timeout));
+                   JobName(job_id), absl::FormatDuration(config_.job_gc_timeout));
+      // Its split plan is derived state, made again if the job ever gets another iteration.
+      split_plans_.erase(job_id);
     }
   }
 }

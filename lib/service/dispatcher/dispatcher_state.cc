@@ -157,6 +157,7 @@ absl::Status DispatcherState::CreateIteration(const CreateIterationUpdate& u) {
   it.job_id = u.job_id();
   it.repetition = u.repetition();
   iterations_[it.id] = it;
+  live_iterations_.insert(it.id);
   job->iterations.push_back(it.id);
   ++next_iteration_id_;
   return absl::OkStatus();
@@ -234,6 +235,7 @@ absl::Status DispatcherState::GarbageCollectIteration(const GarbageCollectIterat
   for (int64_t c : it->clients) client_iteration_.erase(c);
   it->clients.clear();
   it->garbage_collected = true;
+  live_iterations_.erase(u.iteration_id());
   return absl::OkStatus();
 }
 
@@ -410,6 +412,7 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
     FromSnapshot(e, it->second.ended_tasks[e.id()]);
   }
   for (const auto& i : r.iterations_) {
+    if (!i.second.garbage_collected) r.live_iterations_.insert(i.first);
     for (int64_t t : i.second.tasks) {
       if (!r.tasks_.contains(t)) return Inconsistent("snapshot: iteration lists an unknown task");
     }
@@ -454,8 +457,8 @@ std::vector<int64_t> DispatcherState::TasksOfWorker(const std::string& address) 
 
 std::vector<int64_t> DispatcherState::ActiveIterations() const {
   std::vector<int64_t> out;
-  for (const auto& [id, it] : iterations_) {
-    if (!it.garbage_collected && !IterationFinished(id)) out.push_back(id);
+  for (int64_t id : live_iterations_) {
+    if (!IterationFinished(id)) out.push_back(id);
   }
   return out;
 }

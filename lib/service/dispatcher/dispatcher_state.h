@@ -150,6 +150,10 @@ class DispatcherState {
   std::map<int64_t, Job> jobs_;
   std::map<std::string, int64_t> job_by_name_;
   std::map<int64_t, Iteration> iterations_;
+  // The iterations not garbage-collected (derived: kept by CreateIteration, GarbageCollectIteration
+  // and Restore), so that every worker heartbeat's ActiveIterations() costs what is live, not
+  // every iteration the dispatcher ever made.
+  std::set<int64_t> live_iterations_;
   std::map<int64_t, Task> tasks_;
   std::map<int64_t, int64_t> client_iteration_;
   int64_t next_job_id_ = 1, next_iteration_id_ = 1, next_task_id_ = 1, next_client_id_ = 1;
