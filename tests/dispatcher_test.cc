@@ -1,8 +1,10 @@
 // The dispatcher core without gRPC, with time driven by the test through CheckTimeouts(now).
 #include <catch2/catch.hpp>
 
+#include "lib/io/path_policy.h"
 #include "lib/service/dispatcher/dispatcher.h"
 #include "tests/pipeline_util.h"
+#include "tests/test_util.h"
 
 using namespace tfdata;
 using namespace tfdata::service;
@@ -98,4 +100,41 @@ TEST_CASE("dispatcher: a client that heartbeats is never released, and an infini
   CHECK(absl::IsNotFound(f.ClientHeartbeat(client)));
   // Released, but with an infinite job-gc-timeout the job (and its task) stays.
   CHECK(f.Heartbeat({task}).tasks_to_delete_size() == 0);
+}
+
+// Found by tests/fuzz/dispatcher_rpc_fuzz.cc's review: the infinity check of coordinated reads built
+// the pipeline with default options, so a client could make the dispatcher list any directory
+// past --allowed-path, or load any shared library as a plugin.
+TEST_CASE("dispatcher: coordinated reads check the pipeline under the dispatcher's --allowed-path, without plugins",
+          "[dispatcher]") {
+  tfdata::testing::TempDir allowed;
+  DispatcherConfig config = Config(absl::Seconds(10), absl::Seconds(30));
+  auto policy = PathPolicy::Create({allowed.path()}, "--allowed-path");
+  REQUIRE(policy.ok());
+  config.build_options.paths = std::make_shared<const PathPolicy>(*std::move(policy));
+  CHECK_FALSE(config.build_options.functions.allow_plugins);  // the default
+  Fixture f(config);
+  auto coordinated = [&](const char* text, const char* name) {
+    RegisterDatasetRequest reg;
+    auto loaded = ParsePipelineText(text);
+    REQUIRE(loaded.ok());
+    *reg.mutable_pipeline() = loaded->pipeline;
+    RegisterDatasetResponse reg_resp;
+    REQUIRE(f.dispatcher.RegisterDataset(reg, &reg_resp).ok());
+    GetOrCreateJobRequest req;
+    req.set_dataset_id(reg_resp.dataset_id());
+    req.set_mode(PARALLEL_EPOCHS);
+    req.set_job_name(name);
+    req.set_num_consumers(2);
+    GetOrCreateJobResponse resp;
+    return f.dispatcher.GetOrCreateJob(req, &resp);
+  };
+  const absl::Status listed = coordinated(R"(op { list_files { pattern: "/etc/*" } })", "a");
+  CHECK(absl::IsInvalidArgument(listed));
+  CHECK_THAT(std::string(listed.message()), Catch::Contains("outside the allowed paths"));
+  const absl::Status plugin = coordinated(
+      R"(op { range { stop: 10 } } op { map { fn { plugin { library: "/nonexistent/libp.so" function: "f" } } } })",
+      "b");
+  CHECK(absl::IsInvalidArgument(plugin));
+  CHECK_THAT(std::string(plugin.message()), Catch::Contains("allow-plugins"));
 }

@@ -254,7 +254,7 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
     plan = *std::move(p);
   }
   if (req.num_consumers() > 0) {
-    if (auto st = CheckInfinite(pipeline); !st.ok()) {
+    if (auto st = CheckInfinite(pipeline, config_.build_options); !st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "get or create job: coordinated reads (--num-consumers) of dataset ", req.dataset_id(), ": ", st.message()));
     }

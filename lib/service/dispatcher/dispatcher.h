@@ -48,9 +48,15 @@ struct DispatcherConfig {
   // Compaction: after this many records the journal is rewritten as one snapshot of the state,
   // so restart time stays bounded on long jobs.
   int64_t compact_after_records = 100000;
-  // How the dispatcher builds pipelines to plan their splits; its `paths` bound what list_files
-  // may list (dispatcher --allowed-path), since the names it lists go to workers and readers.
-  BuildOptions build_options;
+  // How the dispatcher builds pipelines to plan their splits and to check coordinated reads'
+  // pipelines; its `paths` bound what list_files may list (dispatcher --allowed-path), since the
+  // names it lists go to workers and readers. Plugins are off: the dispatcher never runs a
+  // pipeline's functions, and must not load a library a client names.
+  BuildOptions build_options = [] {
+    BuildOptions o;
+    o.functions.allow_plugins = false;
+    return o;
+  }();
 };
 
 class Dispatcher {
@@ -131,8 +137,9 @@ class Dispatcher {
   // a round no consumer can have fetched yet: at or above every round limit granted to its clients.
   // Checks the request's coordinated-read and cross-trainer-cache options against each other.
   static absl::Status CheckJobOptions(const GetOrCreateJobRequest& req);
-  // OK for a pipeline that never ends (coordinated reads need one).
-  static absl::Status CheckInfinite(const pipeline::Pipeline& pipeline);
+  // OK for a pipeline that never ends (coordinated reads need one). Builds it under `options` (the
+  // dispatcher's: its --allowed-path, memory and plugin settings).
+  static absl::Status CheckInfinite(const pipeline::Pipeline& pipeline, const BuildOptions& options);
   // Raises the client's round limit (its lease) from its heartbeat and returns it.
   void GrantRoundsLocked(const ClientHeartbeatRequest& req, ClientHeartbeatResponse* resp)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

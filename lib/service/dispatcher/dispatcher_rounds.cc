@@ -61,14 +61,14 @@ absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
   return absl::OkStatus();
 }
 
-absl::Status Dispatcher::CheckInfinite(const pipeline::Pipeline& pipeline) {
+absl::Status Dispatcher::CheckInfinite(const pipeline::Pipeline& pipeline, const BuildOptions& options) {
   // A last `repeat` without a count never ends, whatever precedes it: accepted without building
   // the pipeline here (its files may exist only on the workers).
   if (!pipeline.op().empty()) {
     const pipeline::Op& last = *pipeline.op().rbegin();
     if (last.has_repeat() && (!last.repeat().has_count() || last.repeat().count() < 0)) return absl::OkStatus();
   }
-  TFD_ASSIGN_OR_RETURN(auto dataset, BuildDataset(pipeline, BuildOptions{}));
+  TFD_ASSIGN_OR_RETURN(auto dataset, BuildDataset(pipeline, options));
   const int64_t n = dataset->Cardinality();
   if (n == Dataset::kInfinite) return absl::OkStatus();
   return absl::InvalidArgumentError(
