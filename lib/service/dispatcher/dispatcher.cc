@@ -698,4 +698,9 @@ size_t Dispatcher::NumWorkers() const {
   return state_.Workers().size();
 }
 
+StateSnapshot Dispatcher::SnapshotForTesting() const {
+  absl::MutexLock lock(&mu_);
+  return state_.Snapshot();
+}
+
 }  // namespace tfdata::service

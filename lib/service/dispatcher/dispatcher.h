@@ -90,6 +90,10 @@ class Dispatcher {
 
   // For tests and status output.
   size_t NumWorkers() const;
+  // A copy of the whole state (DispatcherState::Snapshot()), taken under the lock. For tests and
+  // fuzzers only (tests/fuzz/dispatcher_rpc_fuzz.cc compares it with a replay of the journal);
+  // the service never reads it.
+  StateSnapshot SnapshotForTesting() const;
   // How long no job has been active (no unfinished iteration and no reader) as of `now`; counted
   // from the start when none ever was. For --exit-when-idle.
   absl::Duration IdleFor(absl::Time now) const;
