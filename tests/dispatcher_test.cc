@@ -1,6 +1,8 @@
 // The dispatcher core without gRPC, with time driven by the test through CheckTimeouts(now).
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "lib/io/path_policy.h"
 #include "lib/service/dispatcher/dispatcher.h"
 #include "tests/pipeline_util.h"
@@ -137,4 +139,43 @@ TEST_CASE("dispatcher: coordinated reads check the pipeline under the dispatcher
       "b");
   CHECK(absl::IsInvalidArgument(plugin));
   CHECK_THAT(std::string(plugin.message()), Catch::Contains("allow-plugins"));
+}
+
+// Found by tests/fuzz/dispatcher_rpc_fuzz.cc (tests/fuzz/regressions/dispatcher_rpc_fuzz/): max_splits
+// was not bounded, so one request for 2^31 splits of a huge range ate the dispatcher's memory.
+TEST_CASE("dispatcher: GetSplits hands out at most kMaxSplitsPerRequest splits, whatever max_splits asks",
+          "[dispatcher]") {
+  Dispatcher dispatcher(Config(absl::Seconds(10), absl::Seconds(30)));
+  RegisterDatasetRequest reg;
+  // 5000 splits of 65536 elements.
+  auto loaded = ParsePipelineText("op { range { stop: 327680000 } }");
+  REQUIRE(loaded.ok());
+  *reg.mutable_pipeline() = loaded->pipeline;
+  RegisterDatasetResponse reg_resp;
+  REQUIRE(dispatcher.RegisterDataset(reg, &reg_resp).ok());
+  GetOrCreateJobRequest job;
+  job.set_dataset_id(reg_resp.dataset_id());
+  job.set_mode(DISTRIBUTED_EPOCH);
+  GetOrCreateJobResponse job_resp;
+  REQUIRE(dispatcher.GetOrCreateJob(job, &job_resp).ok());
+  WorkerHeartbeatRequest hb;
+  hb.set_worker_address("w:1");
+  WorkerHeartbeatResponse hb_resp;
+  REQUIRE(dispatcher.WorkerHeartbeat(hb, &hb_resp).ok());
+  REQUIRE(hb_resp.new_tasks_size() == 1);
+
+  GetSplitsRequest req;
+  req.set_task_id(hb_resp.new_tasks(0).task_id());
+  req.set_max_splits(std::numeric_limits<int32_t>::max());
+  GetSplitsResponse first;
+  REQUIRE(dispatcher.GetSplits(req, &first).ok());
+  REQUIRE(first.splits_size() == Dispatcher::kMaxSplitsPerRequest);
+  CHECK(first.splits(0).index() == 0);
+  // The next request goes on where the first stopped; a negative max_splits asks for one.
+  req.set_splits_received(first.splits_size());
+  req.set_max_splits(-5);
+  GetSplitsResponse second;
+  REQUIRE(dispatcher.GetSplits(req, &second).ok());
+  REQUIRE(second.splits_size() == 1);
+  CHECK(second.splits(0).index() == Dispatcher::kMaxSplitsPerRequest);
 }

@@ -650,7 +650,7 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
                                                       req.splits_received(), " splits received of ",
                                                       task->splits_assigned, " handed out"));
   }
-  const int64_t max_splits = std::max(req.max_splits(), 1);
+  const int64_t max_splits = std::clamp<int32_t>(req.max_splits(), 1, kMaxSplitsPerRequest);
   // Splits a leaving worker gave back go first.
   if (auto pool = iteration->returned_splits.find(req.epoch()); pool != iteration->returned_splits.end()) {
     Update u;

@@ -82,6 +82,10 @@ class Dispatcher {
   absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp);
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp);
   absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp);
+  // GetSplits hands out at most this many splits per request, whatever max_splits asks (workers
+  // ask for up to 16): a request for 2^31 splits of a huge range would hold the lock while
+  // building an answer that does not fit in memory.
+  static constexpr int32_t kMaxSplitsPerRequest = 1024;
 
   // Applies the time-outs as of `now`: loses silent workers, releases silent clients,
   // garbage-collects iterations without clients. Called by the background thread; public so that
