@@ -281,6 +281,20 @@ void WriteSeeds(const std::string& dir) {
       .Add(kCheckTimeouts, "\x20")
       .Add(kRestart, "")
       .Write(dir, "static_sharding");
+
+  // Huge sizes: a distributed_epoch job over a range of 10^12 elements (about 15 M splits).
+  RegisterDatasetRequest huge;
+  *huge.mutable_pipeline() = Pipe("op { range { stop: 1000000000000 } }");
+  GetSplitsRequest more = splits;
+  more.set_max_splits(16);
+  RecordWriter()
+      .Byte(31)
+      .Add(kRegisterDataset, huge)
+      .Add(kWorkerHeartbeat, hb)
+      .Add(kGetOrCreateJob, job)
+      .Add(kWorkerHeartbeat, hb_tasks)
+      .Add(kGetSplits, more)
+      .Write(dir, "huge_range");
 }
 
 }  // namespace

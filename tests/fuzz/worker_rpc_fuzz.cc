@@ -306,6 +306,18 @@ void WriteSeeds(const std::string& dir) {
       .Add(kHeartbeat, "")
       .Add(kGetElements, get(1, 8, 0, 0, "").SerializeAsString())
       .Write(dir, "delete");
+
+  // Huge sizes (issue 16's worker crashers): the task's budget must fail them, not the worker.
+  RecordWriter()
+      .Add(kQueueTask, TaskBytes(1, PARALLEL_EPOCHS, COMPRESSION_NONE, 0, 0,
+                                 "op { range { stop: 10 } } op { batch { batch_size: 99999999999 } }"))
+      .Add(kQueueTask, TaskBytes(2, PARALLEL_EPOCHS, COMPRESSION_NONE, 0, 0,
+                                 "op { range { stop: 100000000000 } } op { shuffle { buffer_size: 100000000000 } }"))
+      .Add(kHeartbeat, "")
+      .Add(kHeartbeat, "")
+      .Add(kGetElements, get(1, 8, 0, 0, "").SerializeAsString())
+      .Add(kGetElements, get(2, 2147483647, 0, 0, "").SerializeAsString())
+      .Write(dir, "huge");
 }
 
 }  // namespace
