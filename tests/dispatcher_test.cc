@@ -104,7 +104,7 @@ TEST_CASE("dispatcher: a client that heartbeats is never released, and an infini
   CHECK(f.Heartbeat({task}).tasks_to_delete_size() == 0);
 }
 
-// Found by tests/fuzz/dispatcher_rpc_fuzz.cc's review: the infinity check of coordinated reads built
+// Found while writing tests/fuzz/dispatcher_rpc_fuzz.cc: the infinity check of coordinated reads built
 // the pipeline with default options, so a client could make the dispatcher list any directory
 // past --allowed-path, or load any shared library as a plugin.
 TEST_CASE("dispatcher: coordinated reads check the pipeline under the dispatcher's --allowed-path, without plugins",
@@ -141,8 +141,8 @@ TEST_CASE("dispatcher: coordinated reads check the pipeline under the dispatcher
   CHECK_THAT(std::string(plugin.message()), Catch::Contains("allow-plugins"));
 }
 
-// Found by tests/fuzz/dispatcher_rpc_fuzz.cc (tests/fuzz/regressions/dispatcher_rpc_fuzz/): max_splits
-// was not bounded, so one request for 2^31 splits of a huge range ate the dispatcher's memory.
+// Found with tests/fuzz/dispatcher_rpc_fuzz.cc (reproducer: tests/fuzz/regressions/dispatcher_rpc_fuzz/):
+// max_splits was not bounded, so one request for 2^31 splits of a huge range ate the dispatcher's memory.
 TEST_CASE("dispatcher: GetSplits hands out at most kMaxSplitsPerRequest splits, whatever max_splits asks",
           "[dispatcher]") {
   Dispatcher dispatcher(Config(absl::Seconds(10), absl::Seconds(30)));
