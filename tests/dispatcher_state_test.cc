@@ -108,3 +108,37 @@ TEST_CASE("dispatcher state: active iterations are the live ones, also after a s
   REQUIRE(copy.Apply(U("garbage_collect_iteration { iteration_id: 3 }")).ok());
   CHECK(copy.ActiveIterations() == std::vector<int64_t>{2});
 }
+
+TEST_CASE("dispatcher state: a collected unnamed job is erased, a named one stays to warn", "[dispatcher_state]") {
+  DispatcherState s;
+  REQUIRE(s.Apply(U(kRecords[0])).ok());
+  REQUIRE(s.Apply(U(kRecords[1])).ok());
+  REQUIRE(s.Apply(U(R"(create_job { job_id: 1 dataset_id: "1" mode: DISTRIBUTED_EPOCH })")).ok());
+  REQUIRE(s.Apply(U("create_iteration { iteration_id: 1 job_id: 1 repetition: 0 }")).ok());
+  REQUIRE(s.Apply(U(R"(create_task { task_id: 1 iteration_id: 1 worker_address: "w1:1" })")).ok());
+  REQUIRE(s.Apply(U("assign_splits { task_id: 1 epoch: 0 first: 0 count: 2 }")).ok());
+  REQUIRE(s.Apply(U(R"(create_job { job_id: 2 dataset_id: "1" mode: PARALLEL_EPOCHS job_name: "named" })")).ok());
+  REQUIRE(s.Apply(U("create_iteration { iteration_id: 2 job_id: 2 repetition: 0 }")).ok());
+  const size_t before = s.Snapshot().ByteSizeLong();
+
+  REQUIRE(s.Apply(U("garbage_collect_iteration { iteration_id: 1 }")).ok());
+  CHECK(s.FindIteration(1) == nullptr);
+  CHECK(s.FindJob(1) == nullptr);
+  CHECK(s.FindTask(1) == nullptr);
+  REQUIRE(s.Apply(U("garbage_collect_iteration { iteration_id: 2 }")).ok());
+  REQUIRE(s.FindIteration(2) != nullptr);
+  CHECK(s.FindIteration(2)->garbage_collected);
+  CHECK(s.FindJobByName("named")->id == 2);
+  CHECK(s.Snapshot().ByteSizeLong() < before);
+  // Ids are never reused, and a record naming the erased job or iteration is rejected.
+  CHECK(s.NextJobId() == 3);
+  CHECK(s.NextIterationId() == 3);
+  CHECK(absl::IsFailedPrecondition(s.Apply(U("garbage_collect_iteration { iteration_id: 1 }"))));
+  CHECK(absl::IsFailedPrecondition(s.Apply(U("create_iteration { iteration_id: 3 job_id: 1 repetition: 1 }"))));
+  // A snapshot of the state restores the same state.
+  DispatcherState copy;
+  Update snap;
+  *snap.mutable_snapshot() = s.Snapshot();
+  REQUIRE(copy.Apply(snap).ok());
+  CHECK(copy.Snapshot().SerializeAsString() == s.Snapshot().SerializeAsString());
+}

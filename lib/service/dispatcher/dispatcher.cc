@@ -599,10 +599,12 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
     }
     const int64_t iteration_id = it->first;
     it = iteration_unclaimed_since_.erase(it);
+    const auto* iteration = state_.FindIteration(iteration_id);
+    if (iteration == nullptr) continue;
+    const int64_t job_id = iteration->job_id;  // the record may erase the iteration and its job
     Update u;
     u.mutable_garbage_collect_iteration()->set_iteration_id(iteration_id);
     if (ApplyLocked(u).ok()) {
-      const int64_t job_id = state_.FindIteration(iteration_id)->job_id;
       spdlog::info("dispatcher: {} of {} garbage-collected (no clients for {})", IterationName(iteration_id),
                    JobName(job_id), absl::FormatDuration(config_.job_gc_timeout));
       // Its split plan is derived state, made again if the job ever gets another iteration.

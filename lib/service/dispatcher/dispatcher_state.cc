@@ -236,6 +236,21 @@ absl::Status DispatcherState::GarbageCollectIteration(const GarbageCollectIterat
   it->clients.clear();
   it->garbage_collected = true;
   live_iterations_.erase(u.iteration_id());
+  // An unnamed job can never be found again (readers find jobs by name), so it goes with its
+  // iterations: a dispatcher serving short jobs for weeks holds what is live, not every job it
+  // ever made. A named job stays, with its collected iterations, so that reusing the name can warn.
+  auto job = jobs_.find(it->job_id);
+  if (job != jobs_.end() && job->second.name.empty()) {
+    const bool all_collected =
+        std::all_of(job->second.iterations.begin(), job->second.iterations.end(), [&](int64_t i) {
+          const Iteration* other = Find(iterations_, i);
+          return other == nullptr || other->garbage_collected;
+        });
+    if (all_collected) {
+      for (int64_t i : job->second.iterations) iterations_.erase(i);
+      jobs_.erase(job);
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -91,7 +91,8 @@ class DispatcherState {
   // The whole state as one record; Apply(snapshot) on an empty state rebuilds it exactly.
   StateSnapshot Snapshot() const;
 
-  // Queries. Pointers stay valid until the next Apply.
+  // Queries. Pointers stay valid until the next Apply. A collected iteration of an unnamed job is
+  // gone, with its job (nullptr); a named job's stays, marked garbage_collected.
   const Dataset* FindDataset(const std::string& id) const;
   const Dataset* FindDatasetByFingerprint(const std::string& fingerprint) const;
   const Job* FindJob(int64_t id) const;
