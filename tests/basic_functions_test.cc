@@ -82,6 +82,9 @@ TEST_CASE("spin and sleep take at least their time and keep the element", "[func
   }
   CHECK_THAT(BuildError("op { range { stop: 1 } } op { map { fn { sleep { micros: -1 } } } }"),
              Catch::Contains("micros"));
+  // At most 10 s per element: a stopping worker waits for the element in progress.
+  CHECK_THAT(BuildError("op { range { stop: 1 } } op { map { fn { spin { micros: 10000001 } } } }"),
+             Catch::Contains("spin: micros must be between 0 and 10000000 (10 s), got 10000001"));
 }
 
 TEST_CASE("integer DIV floors so that DIV and MOD agree", "[functions]") {

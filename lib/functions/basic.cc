@@ -317,15 +317,29 @@ absl::StatusOr<std::unique_ptr<Function>> MakeSelect(const pipeline::Select& spe
   return std::make_unique<SelectFn>(std::vector<int>(spec.component().begin(), spec.component().end()));
 }
 
+namespace {
+
+// A delay is a stand-in for work on one element: at most 10 s, so that a stopping worker never
+// waits longer than that for a task inside one (a task is cancelled between elements).
+constexpr int64_t kMaxDelayMicros = 10'000'000;
+
+absl::Status CheckDelay(std::string_view name, int64_t micros) {
+  if (micros < 0 || micros > kMaxDelayMicros) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: micros must be between 0 and {} (10 s), got {}", name, kMaxDelayMicros, micros));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Function>> MakeSpin(const pipeline::Spin& spec) {
-  if (spec.micros() < 0)
-    return absl::InvalidArgumentError(fmt::format("spin: micros must be >= 0, got {}", spec.micros()));
+  TFD_RETURN_IF_ERROR(CheckDelay("spin", spec.micros()));
   return std::make_unique<DelayFn>(true, spec.micros());
 }
 
 absl::StatusOr<std::unique_ptr<Function>> MakeSleep(const pipeline::Sleep& spec) {
-  if (spec.micros() < 0)
-    return absl::InvalidArgumentError(fmt::format("sleep: micros must be >= 0, got {}", spec.micros()));
+  TFD_RETURN_IF_ERROR(CheckDelay("sleep", spec.micros()));
   return std::make_unique<DelayFn>(false, spec.micros());
 }
 

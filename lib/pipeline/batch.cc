@@ -49,7 +49,7 @@ class BatchDataset : public Dataset {
   int64_t Cardinality() const override { return BatchCardinality(input_->Cardinality(), batch_, drop_); }
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(std::move(input), batch_, drop_, input_->Cardinality(), memory_);
+    return std::make_unique<It>(std::move(input), batch_, drop_, input_->Cardinality(), memory_, ctx.cancellation);
   }
 
  private:
@@ -57,12 +57,14 @@ class BatchDataset : public Dataset {
 
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> input, int64_t batch, bool drop, int64_t input_cardinality, MemoryScope memory)
+    It(std::unique_ptr<Iterator> input, int64_t batch, bool drop, int64_t input_cardinality, MemoryScope memory,
+       CancellationPtr cancel)
         : input_(std::move(input)),
           batch_(batch),
           drop_(drop),
           input_cardinality_(input_cardinality),
-          hold_(std::move(memory)) {}
+          hold_(std::move(memory)),
+          cancel_(std::move(cancel)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       if (done_) return false;
       hold_.Reset();  // the previous batch belongs to the consumer now
@@ -72,6 +74,7 @@ class BatchDataset : public Dataset {
       Element first;
       int64_t count = 0;
       for (; count < batch_; ++count) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
         TFD_ASSIGN_OR_RETURN(bool more, input_->Next(&e_));
         if (!more) {
           done_ = true;
@@ -202,6 +205,7 @@ class BatchDataset : public Dataset {
     bool drop_;
     int64_t input_cardinality_;
     MemoryHold hold_;
+    CancellationPtr cancel_;
     bool done_ = false;
     bool bulk_ = true;  // until the input says it has no bulk path
     Element e_;         // reused between calls so sources can reuse its storage
@@ -258,20 +262,21 @@ class PaddedBatchDataset : public Dataset {
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
     return std::make_unique<It>(std::static_pointer_cast<const PaddedBatchDataset>(shared_from_this()),
-                                std::move(input));
+                                std::move(input), ctx.cancellation);
   }
 
  private:
   class It : public Iterator {
    public:
-    It(std::shared_ptr<const PaddedBatchDataset> ds, std::unique_ptr<Iterator> input)
-        : ds_(std::move(ds)), input_(std::move(input)), hold_(ds_->memory_) {}
+    It(std::shared_ptr<const PaddedBatchDataset> ds, std::unique_ptr<Iterator> input, CancellationPtr cancel)
+        : ds_(std::move(ds)), input_(std::move(input)), hold_(ds_->memory_), cancel_(std::move(cancel)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       if (done_) return false;
       hold_.Reset();  // the previous batch belongs to the consumer now
       std::vector<Element> rows;
       Element e;
       while (static_cast<int64_t>(rows.size()) < ds_->batch_) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
         TFD_ASSIGN_OR_RETURN(bool more, input_->Next(&e));
         if (!more) {
           done_ = true;
@@ -389,6 +394,7 @@ class PaddedBatchDataset : public Dataset {
     std::shared_ptr<const PaddedBatchDataset> ds_;
     std::unique_ptr<Iterator> input_;
     MemoryHold hold_;
+    CancellationPtr cancel_;
     bool done_ = false;
   };
   DatasetPtr input_;
@@ -404,15 +410,17 @@ class UnbatchDataset : public Dataset {
   UnbatchDataset(DatasetPtr input, ElementSpec spec) : Dataset("unbatch", std::move(spec)), input_(std::move(input)) {}
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(std::move(input));
+    return std::make_unique<It>(std::move(input), ctx.cancellation);
   }
 
  private:
   class It : public Iterator {
    public:
-    explicit It(std::unique_ptr<Iterator> input) : input_(std::move(input)) {}
+    It(std::unique_ptr<Iterator> input, CancellationPtr cancel)
+        : input_(std::move(input)), cancel_(std::move(cancel)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       while (index_ >= rows_) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
         TFD_ASSIGN_OR_RETURN(bool more, input_->Next(&batch_));
         if (!more) return false;
         index_ = 0;
@@ -440,6 +448,7 @@ class UnbatchDataset : public Dataset {
 
    private:
     std::unique_ptr<Iterator> input_;
+    CancellationPtr cancel_;
     Element batch_;
     int64_t index_ = 0;
     int64_t rows_ = 0;

@@ -25,16 +25,21 @@ class ShuffleDataset : public Dataset {
     // Each pass (epoch) gets its own, reproducible, order unless reshuffling is off.
     // The first pass uses the seed itself, so reshuffle on/off agree on the first epoch.
     const uint64_t seed = reshuffle_ ? seed_ ^ (0x9e3779b97f4a7c15ULL * pass) : seed_;
-    return std::make_unique<It>(std::move(input), buffer_, seed, memory_);
+    return std::make_unique<It>(std::move(input), buffer_, seed, memory_, ctx.cancellation);
   }
 
  private:
   class It : public Iterator {
    public:
-    It(std::unique_ptr<Iterator> input, int64_t buffer, uint64_t seed, MemoryScope memory)
-        : input_(std::move(input)), capacity_(buffer), rng_(seed), hold_(std::move(memory)) {}
+    It(std::unique_ptr<Iterator> input, int64_t buffer, uint64_t seed, MemoryScope memory, CancellationPtr cancel)
+        : input_(std::move(input)),
+          capacity_(buffer),
+          rng_(seed),
+          hold_(std::move(memory)),
+          cancel_(std::move(cancel)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       while (!input_done_ && static_cast<int64_t>(buffer_.size()) < capacity_) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
         Element e;
         TFD_ASSIGN_OR_RETURN(bool more, input_->Next(&e));
         if (!more) {
@@ -66,6 +71,7 @@ class ShuffleDataset : public Dataset {
     int64_t capacity_;
     std::mt19937_64 rng_;
     MemoryHold hold_;
+    CancellationPtr cancel_;
     std::vector<Element> buffer_;
     bool input_done_ = false;
   };
@@ -96,6 +102,7 @@ class RepeatDataset : public Dataset {
     It(std::shared_ptr<const RepeatDataset> ds, IteratorContext ctx) : ds_(std::move(ds)), ctx_(std::move(ctx)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       while (ds_->count_ < 0 || done_ < ds_->count_) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(ctx_.cancellation.get()));
         if (!current_) {
           TFD_ASSIGN_OR_RETURN(current_, ds_->input_->MakeIterator(ctx_));
           produced_this_pass_ = false;
@@ -156,16 +163,17 @@ class SelectDataset : public Dataset {
 
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(kind_, std::move(input), a_, b_);
+    return std::make_unique<It>(kind_, std::move(input), a_, b_, ctx.cancellation);
   }
 
  private:
   class It : public Iterator {
    public:
-    It(Kind kind, std::unique_ptr<Iterator> input, int64_t a, int64_t b)
-        : kind_(kind), input_(std::move(input)), a_(a), b_(b) {}
+    It(Kind kind, std::unique_ptr<Iterator> input, int64_t a, int64_t b, CancellationPtr cancel)
+        : kind_(kind), input_(std::move(input)), a_(a), b_(b), cancel_(std::move(cancel)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       while (true) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
         if (kind_ == Kind::kTake && a_ >= 0 && index_ >= a_) {
           input_.reset();  // release upstream resources (files, threads) early
           return false;
@@ -190,6 +198,7 @@ class SelectDataset : public Dataset {
     Kind kind_;
     std::unique_ptr<Iterator> input_;
     int64_t a_, b_;
+    CancellationPtr cancel_;
     int64_t index_ = 0;
   };
   Kind kind_;

@@ -19,6 +19,11 @@ absl::StatusOr<std::vector<Element>> Collect(const Dataset& dataset, int64_t lim
   return out;
 }
 
+absl::Status CheckNotCancelled(const Cancellation* c) {
+  if (c != nullptr && c->cancelled()) return absl::CancelledError("the pass was cancelled (its task was stopped)");
+  return absl::OkStatus();
+}
+
 int NumCores() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);

@@ -37,10 +37,30 @@ class Iterator {
   virtual absl::StatusOr<int64_t> NextBulk(int64_t max, uint8_t* dst) { return -1; }
 };
 
+// Stops a pass from outside: a worker's task uses it to end a pipeline stuck inside one Next()
+// (a filter that matches nothing in range(2^63) never returns otherwise). Every loop that may read
+// many input elements before it produces one (filter, skip, shard, batch, padded_batch, unbatch,
+// shuffle's fill, repeat, interleave, file and split sources) checks it once per input element
+// and then fails the pass with CancelledError. Thread-safe: Cancel() from any thread.
+class Cancellation {
+ public:
+  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+using CancellationPtr = std::shared_ptr<const Cancellation>;
+
+// CancelledError once `c` (nullptr: never) is cancelled.
+absl::Status CheckNotCancelled(const Cancellation* c);
+
 // Per-pass context handed down the chain of MakeIterator calls.
 struct IteratorContext {
   // For interleave bodies: the upstream element the sub-pipeline starts from.
   std::shared_ptr<const Element> input_element;
+  // The pass's cancellation, shared by its iterators (nullptr: the pass cannot be cancelled).
+  CancellationPtr cancellation;
 };
 
 class Dataset;

@@ -91,18 +91,19 @@ class FileRecordsDataset : public Dataset {
       TFD_ASSIGN_OR_RETURN(names, input_->MakeIterator(ctx));
     }
     return std::make_unique<It>(std::static_pointer_cast<const FileRecordsDataset>(shared_from_this()),
-                                std::move(names));
+                                std::move(names), ctx.cancellation);
   }
 
  private:
   class It : public Iterator {
    public:
-    It(std::shared_ptr<const FileRecordsDataset> ds, std::unique_ptr<Iterator> names)
-        : ds_(std::move(ds)), names_(std::move(names)) {}
+    It(std::shared_ptr<const FileRecordsDataset> ds, std::unique_ptr<Iterator> names, CancellationPtr cancel)
+        : ds_(std::move(ds)), names_(std::move(names)), cancel_(std::move(cancel)) {}
 
     absl::StatusOr<bool> Next(Element* out) override {
       std::string record;
       while (true) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
         if (!current_) {
           TFD_ASSIGN_OR_RETURN(bool more, NextFile());
           if (!more) return false;
@@ -145,6 +146,7 @@ class FileRecordsDataset : public Dataset {
 
     std::shared_ptr<const FileRecordsDataset> ds_;
     std::unique_ptr<Iterator> names_;
+    CancellationPtr cancel_;
     size_t index_ = 0;
     std::unique_ptr<RecordSource> current_;
   };

@@ -36,6 +36,7 @@ class InterleaveDataset : public Dataset {
 
     absl::StatusOr<bool> Next(Element* out) override {
       while (!input_done_ || open_ > 0) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(ctx_.cancellation.get()));
         auto& slot = slots_[index_];
         if (slot) {
           TFD_ASSIGN_OR_RETURN(bool got, NextFromSlot(out));

@@ -216,16 +216,22 @@ class FilterDataset : public Dataset {
       : Dataset("filter", input->spec()), input_(std::move(input)), fns_(std::move(fns)) {}
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(shared_from_this(), std::move(input), &fns_, NextIterationNumber());
+    return std::make_unique<It>(shared_from_this(), std::move(input), &fns_, NextIterationNumber(), ctx.cancellation);
   }
 
  private:
   class It : public Iterator {
    public:
-    It(std::shared_ptr<const Dataset> keep, std::unique_ptr<Iterator> input, const Fns* fns, uint64_t iteration)
-        : keep_(std::move(keep)), input_(std::move(input)), fns_(fns), iteration_(iteration) {}
+    It(std::shared_ptr<const Dataset> keep, std::unique_ptr<Iterator> input, const Fns* fns, uint64_t iteration,
+       CancellationPtr cancel)
+        : keep_(std::move(keep)),
+          input_(std::move(input)),
+          fns_(fns),
+          iteration_(iteration),
+          cancel_(std::move(cancel)) {}
     absl::StatusOr<bool> Next(Element* out) override {
       while (true) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
         TFD_ASSIGN_OR_RETURN(bool more, input_->Next(out));
         if (!more) return false;
         TFD_ASSIGN_OR_RETURN(Element verdict, ApplyAll(*fns_, *out, FunctionContext{index_++, iteration_}));
@@ -242,6 +248,7 @@ class FilterDataset : public Dataset {
     std::unique_ptr<Iterator> input_;
     const Fns* fns_;
     uint64_t iteration_;
+    CancellationPtr cancel_;
     uint64_t index_ = 0;
   };
   DatasetPtr input_;

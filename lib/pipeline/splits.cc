@@ -233,6 +233,7 @@ class SplitSourceDataset : public Dataset {
 
     absl::StatusOr<bool> Next(Element* out) override {
       while (true) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(ctx_.cancellation.get()));
         TFD_ASSIGN_OR_RETURN(bool have, EnsureSplit());
         if (!have) return false;
         TFD_ASSIGN_OR_RETURN(bool more, current_->Next(out));

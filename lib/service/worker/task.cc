@@ -35,6 +35,7 @@ void Task::Stop() {
 }
 
 void Task::Cancel() {
+  cancellation_->Cancel();
   if (splits_) splits_->Cancel();
   buffer_.Cancel();
 }
@@ -102,7 +103,12 @@ void Task::Produce() {
   if (!st.ok()) {
     st = absl::Status(st.code(),
                       absl::StrCat(TaskName(def_.task_id()), " of dataset ", def_.dataset_id(), ": ", st.message()));
-    spdlog::error("worker: {}", std::string(st.message()));
+    // A stopped task's pipeline ends with CancelledError: that is the stop, not a failure.
+    if (cancellation_->cancelled()) {
+      spdlog::debug("worker: {}", std::string(st.message()));
+    } else {
+      spdlog::error("worker: {}", std::string(st.message()));
+    }
   }
   buffer_.Finish(std::move(st));
 }
@@ -118,7 +124,7 @@ absl::Status Task::Run() {
       std::make_shared<MemoryBudget>(config_.max_task_memory, "the task's memory limit (worker --max-task-memory)");
   TFD_ASSIGN_OR_RETURN(auto dataset, splits_ ? BuildSplitFedDataset(pipeline, options, splits_, source)
                                              : BuildDataset(pipeline, options, source));
-  TFD_ASSIGN_OR_RETURN(auto it, dataset->MakeIterator(IteratorContext{}));
+  TFD_ASSIGN_OR_RETURN(auto it, dataset->MakeIterator(IteratorContext{.cancellation = cancellation_}));
   // Elements are handed over in small batches: one lock (and one wake-up of a waiting reader) per
   // batch rather than per element. A batch is closed early after kBatchLatency, so a slow
   // pipeline's elements are not held back.

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "lib/pipeline/dataset.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
 #include "lib/service/worker/serving_policy.h"
@@ -38,7 +39,8 @@ class Task {
   Task(const Task&) = delete;
   Task& operator=(const Task&) = delete;
 
-  // Stops producing; calls waiting in Get return NotFound at once.
+  // Stops producing, also inside a pipeline's Next() (within one input element of any op's loop);
+  // calls waiting in Get return NotFound at once.
   void Cancel();
   // Cancel(), and waits until the producer thread has ended (so SplitsStarted() is final).
   void Stop();
@@ -71,6 +73,8 @@ class Task {
   const TaskDef def_;
   const WorkerConfig& config_;
   std::shared_ptr<TaskSplitProvider> splits_;  // distributed_epoch only; set before the thread starts
+  // Ends the pipeline's pass even inside one Next() (a filter that never matches): set by Cancel().
+  const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();
   TaskBuffer buffer_;
   const std::unique_ptr<ServingPolicy> policy_;  // serves from buffer_, so declared after it
   absl::Mutex compression_mu_;
