@@ -7,6 +7,12 @@
 //
 // Thread-safe: every public method may be called from any thread. Start() begins the background
 // liveness checks; the destructor (or Stop()) ends them.
+//
+// Where each RPC is handled: dispatcher.cc (RegisterDataset, GetDataset; recovery, the journal,
+// time-outs), dispatcher_jobs.cc (GetOrCreateJob, ClientHeartbeat, ReleaseClient),
+// dispatcher_workers.cc (WorkerHeartbeat: tasks, leaving, suspicion, lost workers),
+// dispatcher_splits.cc (GetSplits), dispatcher_rounds.cc (coordinated reads' leases). The state
+// each changes: dispatcher_state.cc, one Apply case per journal record.
 #pragma once
 
 #include <functional>

@@ -1,0 +1,88 @@
+// distributed_epoch: GetSplits hands a task its next splits (and repeats a lost answer).
+#include "lib/service/dispatcher/dispatcher.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "lib/core/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace tfdata::service {
+
+absl::StatusOr<const SplitPlan*> Dispatcher::SplitPlanLocked(int64_t job_id) {
+  auto it = split_plans_.find(job_id);
+  if (it != split_plans_.end()) return &it->second;
+  const auto* job = state_.FindJob(job_id);
+  TFD_ASSIGN_OR_RETURN(SplitPlan plan,
+                       SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, config_.build_options));
+  return &split_plans_.emplace(job_id, std::move(plan)).first->second;
+}
+
+absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) {
+  absl::MutexLock lock(&mu_);
+  const auto* task = state_.FindTask(req.task_id());
+  if (task == nullptr) {
+    return absl::NotFoundError(absl::StrCat("get splits: unknown ", TaskName(req.task_id()),
+                                            " (its worker was declared lost, or its job ended)"));
+  }
+  const auto* iteration = state_.FindIteration(task->iteration_id);
+  const auto* job = state_.FindJob(iteration->job_id);
+  if (job->mode != DISTRIBUTED_EPOCH) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("get splits: ", TaskName(req.task_id()), " is in mode ", ProcessingMode_Name(job->mode)));
+  }
+  if (req.epoch() < 0) return absl::InvalidArgumentError("get splits: negative epoch");
+  TFD_ASSIGN_OR_RETURN(const SplitPlan* plan, SplitPlanLocked(job->id));
+  if (req.splits_received() < task->splits_assigned) {
+    // The answer to the task's last request never arrived: send the same splits again.
+    const std::vector<int64_t>& pooled = task->last_indices;
+    const int64_t last_count = pooled.empty() ? task->last_count : static_cast<int64_t>(pooled.size());
+    if (req.splits_received() + last_count == task->splits_assigned && req.epoch() == task->last_epoch) {
+      for (int64_t i : pooled) *resp->add_splits() = plan->Get(i);
+      for (int64_t i = task->last_first; pooled.empty() && i < task->last_first + task->last_count; ++i) {
+        *resp->add_splits() = plan->Get(i);
+      }
+      return absl::OkStatus();
+    }
+    return absl::FailedPreconditionError(absl::StrCat("get splits: ", TaskName(req.task_id()), " reports ",
+                                                      req.splits_received(), " splits received of ",
+                                                      task->splits_assigned, " handed out"));
+  }
+  const int64_t max_splits = std::clamp<int32_t>(req.max_splits(), 1, kMaxSplitsPerRequest);
+  // Splits a leaving worker gave back go first.
+  if (auto pool = iteration->returned_splits.find(req.epoch()); pool != iteration->returned_splits.end()) {
+    Update u;
+    auto* a = u.mutable_assign_splits();
+    a->set_task_id(req.task_id());
+    a->set_epoch(req.epoch());
+    const int64_t n = std::min<int64_t>(max_splits, static_cast<int64_t>(pool->second.size()));
+    for (int64_t k = 0; k < n; ++k) a->add_indices(pool->second[k]);
+    if (auto st = ApplyLocked(u); !st.ok()) return st;
+    for (int64_t i : a->indices()) *resp->add_splits() = plan->Get(i);
+    return absl::OkStatus();
+  }
+  auto next_it = iteration->next_split.find(req.epoch());
+  const int64_t next = next_it == iteration->next_split.end() ? 0 : next_it->second;
+  const int64_t count = std::min<int64_t>(max_splits, plan->num_splits() - next);
+  if (count <= 0) {
+    if (task->epochs_ended <= req.epoch()) {  // recorded once: splits returned later skip this task
+      Update u;
+      u.mutable_end_splits()->set_task_id(req.task_id());
+      u.mutable_end_splits()->set_epoch(req.epoch());
+      if (auto st = ApplyLocked(u); !st.ok()) return st;
+    }
+    resp->set_end_of_splits(true);
+    return absl::OkStatus();
+  }
+  Update u;
+  auto* a = u.mutable_assign_splits();
+  a->set_task_id(req.task_id());
+  a->set_epoch(req.epoch());
+  a->set_first(next);
+  a->set_count(count);
+  TFD_RETURN_IF_ERROR(ApplyLocked(u));
+  for (int64_t i = next; i < next + count; ++i) *resp->add_splits() = plan->Get(i);
+  return absl::OkStatus();
+}
+
+}  // namespace tfdata::service
