@@ -20,11 +20,6 @@ const TextFormat::ParseInfoTree* Nested(const TextFormat::ParseInfoTree* tree, c
   return tree->GetTreeForNested(fd, fd->is_repeated() ? index : -1);
 }
 
-std::string FunctionKindName(const pipeline::Function& fn) {
-  const auto* fd = pipeline::Function::descriptor()->FindFieldByNumber(fn.kind_case());
-  return fd ? fd->name() : "unset";
-}
-
 Compression FromProto(pipeline::Compression c) {
   switch (c) {
     case pipeline::GZIP: return Compression::kGzip;
@@ -219,6 +214,11 @@ class Builder {
 
 std::string OpKindName(const pipeline::Op& op) {
   const auto* fd = pipeline::Op::descriptor()->FindFieldByNumber(op.kind_case());
+  return fd ? fd->name() : "unset";
+}
+
+std::string FunctionKindName(const pipeline::Function& fn) {
+  const auto* fd = pipeline::Function::descriptor()->FindFieldByNumber(fn.kind_case());
   return fd ? fd->name() : "unset";
 }
 

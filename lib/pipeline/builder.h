@@ -41,5 +41,7 @@ absl::StatusOr<DatasetPtr> BuildDatasetOn(const pipeline::Pipeline& pipeline, Da
 
 // The op's kind as written in pipeline text ("range", "batch", ...).
 std::string OpKindName(const pipeline::Op& op);
+// The function's kind as written in pipeline text ("decode_jpeg", ...).
+std::string FunctionKindName(const pipeline::Function& fn);
 
 }  // namespace tfdata
