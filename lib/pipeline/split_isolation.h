@@ -1,0 +1,87 @@
+// Split-isolated processing, the ground of exactly-once distributed_epoch reads (issue 19): each
+// split of the source goes through the rest of the pipeline on its own, from fresh iterators, so
+// that its output is a deterministic function of (pipeline, epoch, split). A batch never spans two
+// splits; a shuffle shuffles within one split. Seeds are mixed with the epoch and the split's
+// index, so splits and epochs get different (but reproducible) orders and augmentations. Any
+// worker that processes split s of epoch e produces the same elements in the same order, and
+// each carries its position (epoch, split, sequence number within the split): a reader can drop
+// what it already has when a lost split is produced again elsewhere.
+//
+// What it changes compared to the plain split-fed pipeline (splits.h), where the ops after the
+// source run over the whole stream: ops whose meaning is global (take, skip, shard, cache, a
+// repeat that is not the last op, zip or concatenate after the source) would act per split, so
+// they are refused; a trailing `repeat` is the number of epochs.
+//
+// Thread-compatible: one iterator per task, used by the task's producer thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/pipeline/builder.h"
+#include "lib/pipeline/dataset.h"
+#include "lib/pipeline/splits.h"
+#include "proto/pipeline.pb.h"
+#include "proto/service.pb.h"
+
+namespace tfdata {
+
+// OK when `pipeline` can be processed split by split with a deterministic output per split:
+// CheckDeterministic (determinism.h) and no op with a global meaning after the source (see above).
+// InvalidArgument naming the op otherwise; `what` names the requirement ("exactly-once reads").
+absl::Status CheckSplitIsolation(const pipeline::Pipeline& pipeline, const std::string& what);
+
+// The pipeline that produces split `split` of epoch `epoch` on its own: the source rewritten for
+// the split, the ops after it (without a trailing repeat), and every seed (shuffle, list_files,
+// random_crop, random_flip_left_right, nested pipelines included) mixed with (epoch, split index).
+// Requires CheckSplitIsolation(pipeline).ok().
+absl::StatusOr<pipeline::Pipeline> PipelineForSplit(const pipeline::Pipeline& pipeline, int64_t epoch,
+                                                    const service::Split& split);
+
+// Where an element lies: its split (by epoch and index) and its place in the split's output.
+struct SplitPosition {
+  int64_t epoch = 0;
+  int64_t split = 0;
+  int64_t seq = 0;
+};
+
+// A task's stream under split isolation: epoch after epoch (a trailing repeat's count; one
+// without), split after split from `provider`, each split's elements in order with their position.
+class SplitIsolatedIterator {
+ public:
+  // InvalidArgument when CheckSplitIsolation fails, or the pipeline does not build.
+  static absl::StatusOr<std::unique_ptr<SplitIsolatedIterator>> Create(const pipeline::Pipeline& pipeline,
+                                                                       const BuildOptions& options,
+                                                                       std::shared_ptr<SplitProvider> provider,
+                                                                       IteratorContext ctx,
+                                                                       const PipelineSource& source = {});
+  // The next element and its position; false at the end of the last epoch (or of an epoch that
+  // produced nothing, when repeating forever). Errors name the split.
+  absl::StatusOr<bool> Next(Element* out, SplitPosition* position);
+
+ private:
+  SplitIsolatedIterator(pipeline::Pipeline pipeline, BuildOptions options, std::shared_ptr<SplitProvider> provider,
+                        IteratorContext ctx, int64_t epochs)
+      : pipeline_(std::move(pipeline)),
+        options_(std::move(options)),
+        provider_(std::move(provider)),
+        ctx_(std::move(ctx)),
+        epochs_(epochs) {}
+
+  const pipeline::Pipeline pipeline_;
+  const BuildOptions options_;
+  const std::shared_ptr<SplitProvider> provider_;
+  const IteratorContext ctx_;
+  const int64_t epochs_;  // -1: forever
+  int64_t epochs_done_ = 0;
+  bool in_epoch_ = false;
+  bool epoch_produced_ = false;
+  SplitPosition at_;
+  DatasetPtr split_dataset_;
+  std::unique_ptr<Iterator> current_;
+};
+
+}  // namespace tfdata
