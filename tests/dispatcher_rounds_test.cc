@@ -204,7 +204,9 @@ TEST_CASE("dispatcher rounds: leases, joins at the highest limit, ends of lost w
         "EpochSplit.epoch", "EpochSplit.next_split", "Job.cross_trainer_cache",
         // Splits a leaving worker gave back (tests/worker_leave_test.cc checks these).
         "Task.last_indices", "Task.epochs_ended", "Iteration.returned_splits", "EpochSplits.epoch",
-        "EpochSplits.indices"}) {
+        "EpochSplits.indices",
+        // Exactly-once jobs and outstanding splits (tests/dispatcher_state_test.cc checks these).
+        "Job.exactly_once", "Task.outstanding_epochs", "Task.outstanding_indices"}) {
     unset.erase(std::string("tfdata.service.StateSnapshot.") + f);
   }
   CHECK(unset == std::set<std::string>{});

@@ -142,3 +142,53 @@ TEST_CASE("dispatcher state: a collected unnamed job is erased, a named one stay
   REQUIRE(copy.Apply(snap).ok());
   CHECK(copy.Snapshot().SerializeAsString() == s.Snapshot().SerializeAsString());
 }
+
+TEST_CASE("dispatcher state: an exactly-once job's lost worker gives its undelivered splits back to the pool",
+          "[dispatcher_state]") {
+  for (const bool exactly_once : {true, false}) {
+    INFO("exactly_once " << exactly_once);
+    DispatcherState s;
+    REQUIRE(s.Apply(U(kRecords[0])).ok());
+    REQUIRE(s.Apply(U(R"(register_worker { worker_address: "a:1" })")).ok());
+    REQUIRE(s.Apply(U(R"(register_worker { worker_address: "b:1" })")).ok());
+    REQUIRE(s.Apply(U(std::string(R"(create_job { job_id: 1 dataset_id: "1" mode: DISTRIBUTED_EPOCH exactly_once: )") +
+                      (exactly_once ? "true" : "false") + " }"))
+                .ok());
+    REQUIRE(s.Apply(U("create_iteration { iteration_id: 1 job_id: 1 repetition: 0 }")).ok());
+    REQUIRE(s.Apply(U(R"(create_task { task_id: 1 iteration_id: 1 worker_address: "a:1" })")).ok());
+    REQUIRE(s.Apply(U(R"(create_task { task_id: 2 iteration_id: 1 worker_address: "b:1" })")).ok());
+    // Task 1: splits 0-3 of epoch 0, then 0-1 of epoch 1; it delivers 2 and gives back split 1 of epoch 1.
+    REQUIRE(s.Apply(U("assign_splits { task_id: 1 epoch: 0 first: 0 count: 4 }")).ok());
+    REQUIRE(s.Apply(U("assign_splits { task_id: 1 epoch: 1 first: 0 count: 2 }")).ok());
+    REQUIRE(s.Apply(U("deliver_splits { task_id: 1 splits_delivered: 2 }")).ok());
+    REQUIRE(s.Apply(U("return_splits { task_id: 1 epoch: 1 indices: [1] }")).ok());
+    CHECK(s.FindTask(1)->outstanding_epochs == std::vector<int64_t>{0, 0, 1});
+    CHECK(s.FindTask(1)->outstanding_indices == std::vector<int64_t>{2, 3, 0});
+    // Task 2 takes split 1 of epoch 1 from the pool.
+    REQUIRE(s.Apply(U("assign_splits { task_id: 2 epoch: 1 indices: [1] }")).ok());
+    CHECK(s.FindTask(2)->outstanding_indices == std::vector<int64_t>{1});
+    // A snapshot keeps them.
+    DispatcherState copy;
+    Update snap;
+    *snap.mutable_snapshot() = s.Snapshot();
+    REQUIRE(copy.Apply(snap).ok());
+    CHECK(copy.FindTask(1)->outstanding_indices == std::vector<int64_t>{2, 3, 0});
+    CHECK(copy.FindJob(1)->exactly_once == exactly_once);
+
+    REQUIRE(s.Apply(U(R"(remove_worker { worker_address: "a:1" })")).ok());
+    const auto* it = s.FindIteration(1);
+    if (exactly_once) {
+      CHECK(it->splits_lost == 0);
+      CHECK(it->returned_splits.at(0) == std::vector<int64_t>{2, 3});
+      CHECK(it->returned_splits.at(1) == std::vector<int64_t>{0});
+    } else {
+      CHECK(it->splits_lost == 3);
+      CHECK(it->returned_splits.empty());
+    }
+  }
+  // Only distributed_epoch jobs can be exactly-once.
+  DispatcherState s;
+  REQUIRE(s.Apply(U(kRecords[0])).ok());
+  CHECK(absl::IsFailedPrecondition(
+      s.Apply(U(R"(create_job { job_id: 1 dataset_id: "1" mode: PARALLEL_EPOCHS exactly_once: true })"))));
+}

@@ -31,7 +31,7 @@ auto* Find(Map& map, const Key& key) {
   SCALAR(id) SCALAR(fingerprint) MESSAGE(pipeline) SCALAR(compression)
 #define TFD_JOB_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(dataset_id) SCALAR(mode) SCALAR(name) REPEATED(iterations) SCALAR(num_consumers) \
-  SCALAR(cross_trainer_cache)
+  SCALAR(cross_trainer_cache) SCALAR(exactly_once)
 // By hand: next_split, returned_splits, ended_tasks.
 #define TFD_ITERATION_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(job_id) SCALAR(repetition) REPEATED(tasks) REPEATED(clients) SCALAR(garbage_collected) \
@@ -39,7 +39,7 @@ auto* Find(Map& map, const Key& key) {
 #define TFD_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(iteration_id) SCALAR(worker_address) SCALAR(finished) SCALAR(splits_assigned) \
   SCALAR(splits_delivered) SCALAR(last_epoch) SCALAR(last_first) SCALAR(last_count) SCALAR(starting_round) \
-  REPEATED(last_indices) SCALAR(epochs_ended)
+  REPEATED(last_indices) SCALAR(epochs_ended) REPEATED(outstanding_epochs) REPEATED(outstanding_indices)
 // By hand: the snapshot's id and iteration_id, the keys the ended task is stored under.
 #define TFD_ENDED_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(worker_address) SCALAR(starting_round) SCALAR(ending_round)
@@ -140,8 +140,10 @@ absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
     return Inconsistent("job name " + u.job_name() + " used twice");
   }
   if (u.num_consumers() < 0) return Inconsistent("negative num_consumers");
-  jobs_[u.job_id()] =
-      Job{u.job_id(), u.dataset_id(), u.mode(), u.job_name(), {}, u.num_consumers(), u.cross_trainer_cache()};
+  if (u.exactly_once() && u.mode() != DISTRIBUTED_EPOCH)
+    return Inconsistent("exactly-once job not in distributed_epoch");
+  jobs_[u.job_id()] = Job{u.job_id(),        u.dataset_id(),          u.mode(),        u.job_name(), {},
+                          u.num_consumers(), u.cross_trainer_cache(), u.exactly_once()};
   if (!u.job_name().empty()) job_by_name_[u.job_name()] = u.job_id();
   ++next_job_id_;
   return absl::OkStatus();
@@ -196,9 +198,18 @@ absl::Status DispatcherState::RemoveWorker(const RemoveWorkerUpdate& u) {
           iter->ended_tasks[it->first] = EndedTask{it->second.worker_address, it->second.starting_round, end->second};
         }
         iter->tasks.erase(it->first);
-        // The splits it held and had not delivered are gone: never handed out again (at most once).
-        // (A finished task may still have had elements buffered.)
-        iter->splits_lost += it->second.splits_assigned - it->second.splits_delivered;
+        const Task& t = it->second;
+        const Job* job = Find(jobs_, iter->job_id);
+        if (job != nullptr && job->exactly_once) {
+          // Produced again by another task; readers drop the elements they already have.
+          for (size_t k = 0; k < t.outstanding_indices.size(); ++k) {
+            iter->returned_splits[t.outstanding_epochs[k]].push_back(t.outstanding_indices[k]);
+          }
+        } else {
+          // The splits it held and had not delivered are gone: never handed out again (at most
+          // once). (A finished task may still have had elements buffered.)
+          iter->splits_lost += t.splits_assigned - t.splits_delivered;
+        }
       }
       it = tasks_.erase(it);
     } else {
@@ -274,6 +285,10 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
     t->last_first = 0;
     t->last_count = 0;
     t->last_indices.assign(u.indices().begin(), u.indices().end());
+    for (int64_t i : u.indices()) {
+      t->outstanding_epochs.push_back(u.epoch());
+      t->outstanding_indices.push_back(i);
+    }
     return absl::OkStatus();
   }
   if (u.count() <= 0) return Inconsistent("empty split assignment");
@@ -287,6 +302,10 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
   t->last_first = u.first();
   t->last_count = u.count();
   t->last_indices.clear();
+  for (int64_t i = u.first(); i < u.first() + u.count(); ++i) {
+    t->outstanding_epochs.push_back(u.epoch());
+    t->outstanding_indices.push_back(i);
+  }
   return absl::OkStatus();
 }
 
@@ -322,6 +341,10 @@ absl::Status DispatcherState::ReturnSplits(const ReturnSplitsUpdate& u) {
     return Inconsistent(absl::StrCat(TaskName(u.task_id()), " returns splits it did not receive last"));
   }
   t->splits_assigned -= n;
+  // The returned splits are the tail of the outstanding ones (the last assignment's tail).
+  const size_t keep = t->outstanding_indices.size() >= n ? t->outstanding_indices.size() - n : 0;
+  t->outstanding_epochs.resize(keep);
+  t->outstanding_indices.resize(keep);
   if (t->last_indices.empty()) {
     t->last_count -= n;
   } else {
@@ -344,6 +367,10 @@ absl::Status DispatcherState::DeliverSplits(const DeliverSplitsUpdate& u) {
   Task* t = Find(tasks_, u.task_id());
   if (t == nullptr) return Inconsistent("delivery report for unknown " + TaskName(u.task_id()));
   if (u.splits_delivered() > t->splits_assigned) return Inconsistent("more splits delivered than assigned");
+  const int64_t newly = std::max<int64_t>(0, u.splits_delivered() - t->splits_delivered);
+  const auto drop = static_cast<std::ptrdiff_t>(std::min<size_t>(newly, t->outstanding_indices.size()));
+  t->outstanding_epochs.erase(t->outstanding_epochs.begin(), t->outstanding_epochs.begin() + drop);
+  t->outstanding_indices.erase(t->outstanding_indices.begin(), t->outstanding_indices.begin() + drop);
   t->splits_delivered = std::max(t->splits_delivered, u.splits_delivered());
   return absl::OkStatus();
 }
@@ -420,6 +447,9 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
   for (const auto& t : s.tasks()) {
     if (!r.iterations_.contains(t.iteration_id())) return Inconsistent("snapshot: task of an unknown iteration");
     FromSnapshot(t, r.tasks_[t.id()]);
+    if (t.outstanding_epochs_size() != t.outstanding_indices_size()) {
+      return Inconsistent("snapshot: a task's outstanding splits have epochs and indices of different lengths");
+    }
   }
   for (const auto& e : s.ended_tasks()) {
     auto it = r.iterations_.find(e.iteration_id());

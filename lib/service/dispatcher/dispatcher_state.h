@@ -47,6 +47,8 @@ class DispatcherState {
     std::vector<int64_t> iterations;  // in repetition order
     int32_t num_consumers = 0;        // coordinated reads: round-robin over this many consumers
     bool cross_trainer_cache = false;
+    // distributed_epoch: a lost worker's undelivered splits go back to the pool, not lost.
+    bool exactly_once = false;
   };
   // Coordinated reads: a task whose worker was lost stays visible with the round it left the
   // rotation at, so that every consumer computes the same rotation.
@@ -84,6 +86,10 @@ class DispatcherState {
     std::vector<int64_t> last_indices;
     // The task was told that epochs below this have no splits left.
     int64_t epochs_ended = 0;
+    // The splits assigned and not delivered (splits_assigned - splits_delivered of them), in
+    // hand-out order: (outstanding_epochs[i], outstanding_indices[i]). What an exactly-once job
+    // gives back to the pool when the task's worker is lost.
+    std::vector<int64_t> outstanding_epochs, outstanding_indices;
     int64_t starting_round = 0;  // coordinated reads
   };
 
