@@ -23,7 +23,6 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "lib/core/memory_budget.h"
 #include "lib/io/path_policy.h"
@@ -300,16 +299,7 @@ void WriteSeeds(const std::string& dir) {
 }  // namespace
 }  // namespace tfdata::service
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // TFDATA_FUZZ_VERBOSE=1 keeps the service's log (to see what an input does).
-  spdlog::set_level(std::getenv("TFDATA_FUZZ_VERBOSE") ? spdlog::level::info : spdlog::level::off);
-  google::protobuf::SetLogHandler(nullptr);  // parse errors of arbitrary payloads are expected
-  if (const char* dir = std::getenv("TFDATA_FUZZ_WRITE_SEEDS")) {
-    tfdata::service::WriteSeeds(dir);
-    std::exit(0);
-  }
-  return 0;
-}
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return tfdata::fuzz::InitRpcFuzzer(tfdata::service::WriteSeeds); }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tfdata::service::Run(data, size);

@@ -9,12 +9,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <span>
 #include <string>
 
 #include "google/protobuf/message_lite.h"
+#include "google/protobuf/stubs/logging.h"
+#include "spdlog/spdlog.h"
 
 namespace tfdata::fuzz {
 
@@ -81,5 +84,17 @@ class RecordWriter {
  private:
   std::string out_;
 };
+
+// The RPC fuzzers' LLVMFuzzerInitialize: TFDATA_FUZZ_VERBOSE=1 keeps the service's log (to see
+// what an input does); TFDATA_FUZZ_WRITE_SEEDS=DIR writes the seed corpus with `write_seeds` and exits.
+inline int InitRpcFuzzer(void (*write_seeds)(const std::string& dir)) {
+  spdlog::set_level(std::getenv("TFDATA_FUZZ_VERBOSE") ? spdlog::level::info : spdlog::level::off);
+  google::protobuf::SetLogHandler(nullptr);  // parse errors of arbitrary payloads are expected
+  if (const char* dir = std::getenv("TFDATA_FUZZ_WRITE_SEEDS")) {
+    write_seeds(dir);
+    std::exit(0);
+  }
+  return 0;
+}
 
 }  // namespace tfdata::fuzz

@@ -32,7 +32,6 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "google/protobuf/stubs/logging.h"
 #include "lib/io/path_policy.h"
 #include "lib/pipeline/loader.h"
 #include "lib/service/common/dispatcher_client.h"
@@ -323,16 +322,7 @@ void WriteSeeds(const std::string& dir) {
 }  // namespace
 }  // namespace tfdata::service
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // TFDATA_FUZZ_VERBOSE=1 keeps the service's log (to see what an input does).
-  spdlog::set_level(std::getenv("TFDATA_FUZZ_VERBOSE") ? spdlog::level::info : spdlog::level::off);
-  google::protobuf::SetLogHandler(nullptr);  // parse errors of arbitrary payloads are expected
-  if (const char* dir = std::getenv("TFDATA_FUZZ_WRITE_SEEDS")) {
-    tfdata::service::WriteSeeds(dir);
-    std::exit(0);
-  }
-  return 0;
-}
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return tfdata::fuzz::InitRpcFuzzer(tfdata::service::WriteSeeds); }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tfdata::service::Run(data, size);
