@@ -236,8 +236,8 @@ def test_closing_or_collecting_the_iterator_releases_the_job():
 
 
 def test_keyboard_interrupt_stops_a_blocked_read(cluster):
-    # One element every 30 s: __next__ blocks waiting for the second.
-    p = Pipeline.range(10).map(fn.sleep(30_000_000))
+    # One element every 10 s (the most a sleep may ask): __next__ blocks waiting for the first.
+    p = Pipeline.range(10).map(fn.sleep(10_000_000))
     ds = tfdata.from_dataset_id("parallel_epochs", cluster.target, tfdata.register_dataset(cluster.target, p))
     it = iter(ds)
     sent = []
