@@ -24,41 +24,6 @@ service::ReaderOptions Distributed(const std::string& id, const std::string& job
   return o;
 }
 
-// Reads with `readers` readers sharing one job, each in its own thread; returns all elements.
-std::vector<Element> ReadShared(TestCluster& cluster, const std::string& id, int readers, const std::string& job) {
-  std::vector<std::unique_ptr<service::Reader>> rs;
-  for (int r = 0; r < readers; ++r) {
-    auto reader = cluster.NewReader(Distributed(id, job));
-    REQUIRE(reader.ok());
-    rs.push_back(*std::move(reader));
-  }
-  std::vector<std::vector<Element>> got(readers);
-  std::vector<absl::Status> errors(readers);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < readers; ++r) {
-    threads.emplace_back([&, r] {
-      Element e;
-      while (true) {
-        auto more = rs[r]->Next(&e);
-        if (!more.ok()) {
-          errors[r] = more.status();
-          return;
-        }
-        if (!*more) return;
-        got[r].push_back(e);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  std::vector<Element> all;
-  for (int r = 0; r < readers; ++r) {
-    INFO(errors[r].ToString());
-    CHECK(errors[r].ok());
-    for (auto& e : got[r]) all.push_back(std::move(e));
-  }
-  return all;
-}
-
 bool EachOnce(const std::vector<int64_t>& values, int64_t n) {
   auto counts = Counts(values);
   if (static_cast<int64_t>(counts.size()) != n || static_cast<int64_t>(values.size()) != n) return false;
@@ -78,7 +43,7 @@ TEST_CASE("distributed_epoch: exactly once on range with 1, 3 and 5 workers and 
     for (int readers : {1, 2, 3}) {
       INFO(workers << " workers, " << readers << " readers");
       const std::string job = "job-" + std::to_string(readers);
-      auto values = Int64Scalars(ReadShared(cluster, id, readers, job));
+      auto values = Int64Scalars(ReadShared(cluster, Distributed(id, job), readers));
       CHECK(EachOnce(values, 20000));
     }
   }
@@ -106,7 +71,7 @@ TEST_CASE("distributed_epoch: exactly once over a set of TFRecord files, 1 to 5 
     TestCluster cluster(workers);
     const std::string id = cluster.Register("op { tfrecord { file: [" + files + "] } }");
     for (int readers : {1, 3}) {
-      auto elements = ReadShared(cluster, id, readers, "tfrecords-" + std::to_string(readers));
+      auto elements = ReadShared(cluster, Distributed(id, "tfrecords-" + std::to_string(readers)), readers);
       std::map<std::string, int> got;
       for (const auto& e : elements) ++got[e[0].strings()[0]];
       CHECK(got == expected);

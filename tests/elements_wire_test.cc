@@ -1,4 +1,5 @@
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,57 @@ TEST_CASE("elements wire: empty responses and unknown fields", "[wire]") {
   REQUIRE(out.ok());
   CHECK(out->elements.empty());
   CHECK(out->end_of_sequence);
+}
+
+SplitRun Run(int64_t epoch, int64_t split, int64_t first_seq, int64_t count, bool end) {
+  SplitRun run;
+  run.set_epoch(epoch);
+  run.set_split(split);
+  run.set_first_seq(first_seq);
+  run.set_count(count);
+  run.set_split_end(end);
+  return run;
+}
+
+TEST_CASE("elements wire: split runs travel with the elements, and must cover them exactly", "[wire]") {
+  GetElementsResult in = Sample();
+  // Element 0 ends split 4 of epoch 1; split 5 is empty; elements 1 and 2 open split 6.
+  in.split_runs = {Run(1, 4, 9, 1, true), Run(1, 5, 0, 0, true), Run(1, 6, 0, 2, false)};
+  for (bool compress : {false, true}) {
+    in.compress = compress;
+    auto encoded = EncodeElements(in);
+    REQUIRE(encoded.ok());
+    const std::string bytes = Join(*encoded);
+    GetElementsResponse proto;
+    REQUIRE(proto.ParseFromString(bytes));
+    REQUIRE(proto.split_runs_size() == 3);
+    CHECK(proto.split_runs(1).split() == 5);
+    CHECK(proto.split_runs(1).split_end());
+    auto back = DecodeElements(std::vector<std::span<const uint8_t>>{Bytes(bytes)});
+    REQUIRE(back.ok());
+    CHECK(back->elements == in.elements);
+    REQUIRE(back->split_runs.size() == 3);
+    for (size_t i = 0; i < 3; ++i) CHECK(back->split_runs[i].ShortDebugString() == in.split_runs[i].ShortDebugString());
+  }
+  auto decode_with = [&](std::vector<SplitRun> runs) {
+    GetElementsResponse proto;
+    for (const Element& e : in.elements) {
+      REQUIRE(EncodeElement(e, proto.add_elements()).ok());
+    }
+    for (const SplitRun& r : runs) *proto.add_split_runs() = r;
+    return DecodeElements(std::vector<std::span<const uint8_t>>{Bytes(proto.SerializeAsString())});
+  };
+  auto short_runs = decode_with({Run(0, 1, 0, 2, false)});
+  REQUIRE(absl::IsDataLoss(short_runs.status()));
+  CHECK(std::string(short_runs.status().message()).find("split runs cover 2 elements, the response has 3") !=
+        std::string::npos);
+  CHECK(absl::IsDataLoss(decode_with({Run(0, 1, 0, 4, false)}).status()));
+  CHECK(absl::IsDataLoss(decode_with({Run(0, -1, 0, 3, false)}).status()));
+  CHECK(absl::IsDataLoss(decode_with({Run(0, 1, 0, 3, false), Run(0, 1, 3, int64_t{1} << 62, false)}).status()));
+  CHECK(absl::IsDataLoss(decode_with({Run(0, 1, std::numeric_limits<int64_t>::max(), 3, false)}).status()));
+  // A run field that is not a SplitRun.
+  CHECK(absl::IsDataLoss(
+      DecodeElements(std::vector<std::span<const uint8_t>>{Bytes(std::string("\x32\x01\xff", 3))}).status()));
 }
 
 TEST_CASE("elements wire: malformed responses are DataLoss errors naming the byte", "[wire]") {

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "fmt/format.h"
 #include "lib/pipeline/split_isolation.h"
 #include "tests/pipeline_util.h"
 #include "tests/test_util.h"
@@ -142,4 +143,29 @@ TEST_CASE("split isolation: pipelines whose ops would act per split, or differ p
   CHECK_THAT(check("op { range { stop: 10 } } op { shuffle { buffer_size: 2 } }"),
              Catch::Contains("a shuffle without a `seed`"));
   CHECK(check("op { range { stop: 10 } } op { batch { batch_size: 2 } } op { repeat {} }").empty());
+}
+
+TEST_CASE("split isolation: Step marks the end of every split, empty ones included, with its count",
+          "[splits][split_isolation]") {
+  // range(64): 64 splits of 1 element each; the filter empties all but split 4.
+  const pipeline::Pipeline p =
+      testing::ParsedPipeline("op { range { stop: 64 } } op { filter { fn { compare { op: EQ value: 4 } } } }");
+  auto plan = SplitPlan::Create(p, BuildOptions{});
+  REQUIRE(plan.ok());
+  const std::vector<int64_t> splits = {3, 4, 10};
+  auto it = SplitIsolatedIterator::Create(p, BuildOptions{}, std::make_shared<ListedProvider>(*plan, splits),
+                                          IteratorContext{});
+  INFO(it.status().ToString());
+  REQUIRE(it.ok());
+  std::vector<std::string> steps;
+  Element e;
+  SplitPosition pos;
+  for (int n = 0; n < 100; ++n) {
+    auto step = (*it)->Step(&e, &pos);
+    REQUIRE(step.ok());
+    if (*step == SplitStep::kEnd) break;
+    steps.push_back(
+        fmt::format("{} {}/{}/{}", *step == SplitStep::kElement ? "element" : "end", pos.epoch, pos.split, pos.seq));
+  }
+  CHECK(steps == std::vector<std::string>{"end 0/3/0", "element 0/4/0", "end 0/4/1", "end 0/10/0"});
 }

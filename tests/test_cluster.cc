@@ -136,6 +136,43 @@ absl::StatusOr<std::unique_ptr<service::Reader>> TestCluster::NewReader(service:
   return service::Reader::Create(options, NewDispatcherClient());
 }
 
+std::vector<Element> ReadShared(TestCluster& cluster, const service::ReaderOptions& options, int readers,
+                                std::vector<std::unique_ptr<service::Reader>>* readers_out) {
+  std::vector<std::unique_ptr<service::Reader>> rs;
+  for (int r = 0; r < readers; ++r) {
+    auto reader = cluster.NewReader(options);
+    INFO(reader.status().ToString());
+    REQUIRE(reader.ok());
+    rs.push_back(*std::move(reader));
+  }
+  std::vector<std::vector<Element>> got(readers);
+  std::vector<absl::Status> errors(readers);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < readers; ++r) {
+    threads.emplace_back([&, r] {
+      Element e;
+      while (true) {
+        auto more = rs[r]->Next(&e);
+        if (!more.ok()) {
+          errors[r] = more.status();
+          return;
+        }
+        if (!*more) return;
+        got[r].push_back(e);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<Element> all;
+  for (int r = 0; r < readers; ++r) {
+    INFO(errors[r].ToString());
+    CHECK(errors[r].ok());
+    for (auto& e : got[r]) all.push_back(std::move(e));
+  }
+  if (readers_out != nullptr) *readers_out = std::move(rs);
+  return all;
+}
+
 std::vector<Element> ReadAll(service::Reader& reader) {
   std::vector<Element> out;
   Element e;

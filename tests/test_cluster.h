@@ -65,5 +65,10 @@ class TestCluster {
 
 // Reads a reader to its end; REQUIREs no error.
 std::vector<Element> ReadAll(service::Reader& reader);
+// Reads with `readers` readers of `options` (give them a job name to share one job), each in its
+// own thread, to the end; CHECKs that none fails. Returns all the elements, reader after reader.
+// `readers_out`, when given, receives the readers (closed) for their counters.
+std::vector<Element> ReadShared(TestCluster& cluster, const service::ReaderOptions& options, int readers,
+                                std::vector<std::unique_ptr<service::Reader>>* readers_out = nullptr);
 
 }  // namespace tfdata::testing

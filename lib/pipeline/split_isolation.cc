@@ -103,6 +103,13 @@ absl::StatusOr<std::unique_ptr<SplitIsolatedIterator>> SplitIsolatedIterator::Cr
 
 absl::StatusOr<bool> SplitIsolatedIterator::Next(Element* out, SplitPosition* position) {
   while (true) {
+    TFD_ASSIGN_OR_RETURN(const SplitStep step, Step(out, position));
+    if (step != SplitStep::kSplitEnd) return step == SplitStep::kElement;
+  }
+}
+
+absl::StatusOr<SplitStep> SplitIsolatedIterator::Step(Element* out, SplitPosition* position) {
+  while (true) {
     TFD_RETURN_IF_ERROR(CheckNotCancelled(ctx_.cancellation.get()));
     if (current_) {
       auto more = current_->Next(out);
@@ -110,20 +117,20 @@ absl::StatusOr<bool> SplitIsolatedIterator::Next(Element* out, SplitPosition* po
         return absl::Status(more.status().code(), fmt::format("split {} of epoch {}: {}", at_.split, at_.epoch,
                                                               std::string(more.status().message())));
       }
+      *position = at_;
       if (*more) {
-        *position = at_;
         ++at_.seq;
         epoch_produced_ = true;
-        return true;
+        return SplitStep::kElement;
       }
       current_.reset();
       split_dataset_.reset();
-      continue;
+      return SplitStep::kSplitEnd;
     }
     if (!in_epoch_) {
-      if (epochs_ >= 0 && epochs_done_ >= epochs_) return false;
+      if (epochs_ >= 0 && epochs_done_ >= epochs_) return SplitStep::kEnd;
       // An epoch that produced nothing would make `repeat` forever spin: end instead (as tf.data).
-      if (epochs_done_ > 0 && !epoch_produced_) return false;
+      if (epochs_done_ > 0 && !epoch_produced_) return SplitStep::kEnd;
       at_.epoch = provider_->StartEpoch();
       in_epoch_ = true;
       epoch_produced_ = false;

@@ -48,6 +48,13 @@ struct SplitPosition {
   int64_t seq = 0;
 };
 
+// What SplitIsolatedIterator::Step produced.
+enum class SplitStep {
+  kElement,   // an element, at the position given
+  kSplitEnd,  // the split at the position given ended; its seq is the number of elements it produced
+  kEnd,       // the last epoch ended
+};
+
 // A task's stream under split isolation: epoch after epoch (a trailing repeat's count; one
 // without), split after split from `provider`, each split's elements in order with their position.
 class SplitIsolatedIterator {
@@ -61,6 +68,9 @@ class SplitIsolatedIterator {
   // The next element and its position; false at the end of the last epoch (or of an epoch that
   // produced nothing, when repeating forever). Errors name the split.
   absl::StatusOr<bool> Next(Element* out, SplitPosition* position);
+  // Next(), and also the end of each split (empty ones included), so that readers can tell a
+  // split they have in full: every split started yields kSplitEnd before the next one begins.
+  absl::StatusOr<SplitStep> Step(Element* out, SplitPosition* position);
 
  private:
   SplitIsolatedIterator(pipeline::Pipeline pipeline, BuildOptions options, std::shared_ptr<SplitProvider> provider,

@@ -56,6 +56,7 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
   req.set_mode(r->options_.mode);
   req.set_job_name(r->options_.job_name);
   req.set_cross_trainer_cache(r->options_.cross_trainer_cache);
+  req.set_exactly_once(r->options_.exactly_once);
   TFD_ASSIGN_OR_RETURN(GetOrCreateJobResponse resp, r->Join(req));
   r->job_id_ = resp.job_id();
   r->warning_ = resp.warning();
@@ -80,6 +81,11 @@ int64_t Reader::splits_lost() const {
 int64_t Reader::elements_skipped() const {
   absl::MutexLock lock(&mu_);
   return elements_skipped_;
+}
+
+int64_t Reader::duplicates_dropped() const {
+  absl::MutexLock lock(&mu_);
+  return ledger_.duplicates_dropped();
 }
 
 std::vector<std::string> Reader::dropped_workers() const {
@@ -295,6 +301,12 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
   DeliverLocked(ts, /*all=*/ts.ended);
 }
 
+void Reader::ReadyLocked(Element e) {
+  const auto bytes = static_cast<int64_t>(ElementByteSize(e));
+  ready_bytes_ += bytes;
+  ready_.push_back(Ready{std::move(e), bytes});
+}
+
 void Reader::DeliverLocked(TaskState& ts, bool all) {
   // Deliver, in stream order, every response that nothing in flight can precede.
   std::stable_sort(ts.held.begin(), ts.held.end(), [](const HeldResponse& a, const HeldResponse& b) {
@@ -303,10 +315,17 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
   size_t released = 0;
   for (; released < ts.held.size() && (all || ts.held[released].waiting_for.empty()); ++released) {
     GetElementsResult& r = ts.held[released].result;
-    for (Element& e : r.elements) {
-      const auto bytes = static_cast<int64_t>(ElementByteSize(e));
-      ready_bytes_ += bytes;
-      ready_.push_back(Ready{std::move(e), bytes});
+    if (r.split_runs.empty()) {
+      for (Element& e : r.elements) ReadyLocked(std::move(e));
+    } else {
+      // Exactly-once: every element with its position; one this reader already has is dropped.
+      size_t next = 0;
+      for (const SplitRun& run : r.split_runs) {
+        for (int64_t k = 0; k < run.count(); ++k, ++next) {
+          if (ledger_.Receive(run.epoch(), run.split(), run.first_seq() + k)) ReadyLocked(std::move(r.elements[next]));
+        }
+        if (run.split_end()) ledger_.End(run.epoch(), run.split(), run.first_seq() + run.count());
+      }
     }
     if (r.end_of_sequence) ts.ended = true;
   }

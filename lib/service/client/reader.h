@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "lib/core/tensor.h"
 #include "lib/service/client/job_membership.h"
+#include "lib/service/client/split_ledger.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
 
@@ -56,6 +57,10 @@ struct ReaderOptions {
   // stream; workers keep a sliding window of it). Needs job_name.
   bool cross_trainer_cache = false;
   std::string trainer_id;
+  // distributed_epoch: each split processed on its own, elements with their positions, and an
+  // element this reader already has dropped (GetOrCreateJobRequest.exactly_once). Not yet the
+  // whole guarantee: lost splits are not re-issued yet (docs/development.md, issue 19).
+  bool exactly_once = false;
   // With a filter that matches none of the job's workers, how long to wait for a matching one
   // before failing.
   absl::Duration untargeted_timeout = absl::Seconds(5);
@@ -100,6 +105,9 @@ class Reader : private JobMembership {
   // Cross-trainer cache: elements this trainer skipped because they had left a worker's window
   // before it asked for them (it fell too far behind the fastest trainer).
   int64_t elements_skipped() const;
+  // Exactly-once jobs: elements dropped because this reader had received them before (a split
+  // regenerated after its worker was lost).
+  int64_t duplicates_dropped() const;
 
  private:
   // A response that may only be delivered once the requests that were in flight to the same task
@@ -135,6 +143,7 @@ class Reader : private JobMembership {
   void DropLocked(TaskState& ts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves held responses to ready_: those nothing in flight can precede, or (`all`) every one.
   void DeliverLocked(TaskState& ts, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReadyLocked(Element e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ReaderOptions options_;
   int64_t job_id_ = 0;
@@ -160,6 +169,8 @@ class Reader : private JobMembership {
   int64_t elements_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t elements_skipped_ ABSL_GUARDED_BY(mu_) = 0;
+  // Exactly-once jobs: what was received of each split (responses with split runs).
+  SplitLedger ledger_ ABSL_GUARDED_BY(mu_);
   TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
   // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
   absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();

@@ -26,6 +26,8 @@ struct GetElementsResult {
   int64_t first_index = 0;
   // Cross-trainer cache: elements the reader's cursor skipped (they had left the window).
   int64_t elements_skipped = 0;
+  // Exactly-once tasks: where the elements come from (GetElementsResponse.split_runs).
+  std::vector<SplitRun> split_runs;
   // Set by the worker: the transport should send the elements compressed (the "local" data plane
   // ignores it: it copies nothing).
   bool compress = false;

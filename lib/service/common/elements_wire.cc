@@ -1,6 +1,7 @@
 #include "lib/service/common/elements_wire.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "fmt/format.h"
@@ -18,6 +19,9 @@ constexpr uint8_t kEndOfSequenceTag = (2 << 3) | 0;  // field 2, varint
 constexpr uint8_t kFirstIndexTag = (3 << 3) | 0;     // field 3, varint
 constexpr uint8_t kCompressedTag = (4 << 3) | 2;     // field 4, length-delimited
 constexpr uint8_t kSkippedTag = (5 << 3) | 0;        // field 5, varint
+constexpr uint8_t kSplitRunTag = (6 << 3) | 2;       // field 6, length-delimited
+// A SplitRun is five small fields; anything longer is not one.
+constexpr uint64_t kMaxSplitRunBytes = 64;
 // A snappy frame may claim at most this many times its size once decompressed (snappy's own
 // format cannot exceed about 21x; anything above is corrupt and must not size an allocation).
 constexpr uint64_t kMaxExpansion = 32;
@@ -146,6 +150,11 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   if (held->result.elements_skipped != 0) {
     AppendTaggedVarint(held->writer, kSkippedTag, static_cast<uint64_t>(held->result.elements_skipped));
   }
+  for (const SplitRun& run : held->result.split_runs) {
+    const std::string bytes = run.SerializeAsString();
+    AppendTaggedVarint(held->writer, kSplitRunTag, bytes.size());
+    held->writer.AppendBytes(bytes.data(), bytes.size());
+  }
   EncodedElements out;
   out.ranges = held->writer.Ranges();
   out.size = held->writer.size();
@@ -163,6 +172,7 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
   GetElementsResult result;
   PieceReader r(pieces);
   size_t arena_size = 0;
+  uint64_t run_elements = 0;  // elements the split runs cover
   while (r.remaining() > 0) {
     const size_t tag_at = r.pos();
     TFD_ASSIGN_OR_RETURN(const uint64_t tag, r.Varint("field tag"));
@@ -174,6 +184,7 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
       return r.Error("field 4 (compressed_elements) is not length-delimited", tag_at);
     }
     if (field == 5 && wire_type != 0) return r.Error("field 5 (elements_skipped) is not a varint", tag_at);
+    if (field == 6 && wire_type != 2) return r.Error("field 6 (split_runs) is not length-delimited", tag_at);
     switch (wire_type) {
       case 0: {
         TFD_ASSIGN_OR_RETURN(const uint64_t v, r.Varint(field == 2   ? "end_of_sequence"
@@ -213,12 +224,32 @@ absl::StatusOr<GetElementsResult> DecodeElements(std::span<const std::span<const
           }
           frames.push_back({r, uncompressed, std::move(compressed)});
           arena_size += AlignUp(uncompressed);
+        } else if (field == 6) {
+          if (n > kMaxSplitRunBytes) return r.Error(fmt::format("split run of {} bytes", n), len_at);
+          uint8_t bytes[kMaxSplitRunBytes];
+          PieceReader copy = r;
+          copy.Copy(bytes, n);
+          SplitRun& run = result.split_runs.emplace_back();
+          if (!run.ParseFromArray(bytes, static_cast<int>(n))) return r.Error("malformed split run", len_at);
+          // Every element takes a few bytes, so a count above the response's size is a lie (and
+          // bounding it keeps run_elements from wrapping).
+          if (run.epoch() < 0 || run.split() < 0 || run.first_seq() < 0 || run.count() < 0 ||
+              static_cast<uint64_t>(run.count()) > r.pos() + r.remaining() ||
+              run.count() > std::numeric_limits<int64_t>::max() - run.first_seq()) {
+            return r.Error(
+                fmt::format("split run with a negative or overflowing position ({})", run.ShortDebugString()), len_at);
+          }
+          run_elements += static_cast<uint64_t>(run.count());
         }
         r.Skip(n);
         break;
       }
       default: return r.Error(fmt::format("unsupported wire type {}", wire_type), tag_at);
     }
+  }
+  if (!result.split_runs.empty() && run_elements != frames.size()) {
+    return absl::DataLossError(fmt::format("GetElements response: split runs cover {} elements, the response has {}",
+                                           run_elements, frames.size()));
   }
   if (frames.empty()) return result;
   // One copy into an aligned buffer, which the decoded numeric tensors then alias.

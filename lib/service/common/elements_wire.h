@@ -5,8 +5,9 @@
 // element frame (lib/core/element_codec.h) -- or, when the result asks for compression, field 4
 // (tag 0x22) and the snappy-compressed frame (unless snappy saves less than an eighth of the
 // response's frames: then all go as field 1); then field 2 (end_of_sequence), field 3
-// (first_index) and field 5 (elements_skipped) when not zero. The decoder accepts both element
-// fields in any mix, so readers never need to be told whether a dataset is compressed.
+// (first_index) and field 5 (elements_skipped) when not zero, and field 6 (split_runs, exactly-once
+// tasks), each an encoded SplitRun; the decoder checks that the runs cover exactly the elements. The decoder accepts
+// both element fields in any mix, so readers never need to be told whether a dataset is compressed.
 //
 // What makes it fast: the encoder references large tensor payloads instead of copying them (the
 // transport writes them straight from the tensors), and the decoder copies each frame once, from

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/core/status_macros.h"
 #include "lib/pipeline/sharding.h"
+#include "lib/pipeline/split_isolation.h"
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
@@ -64,6 +65,11 @@ absl::StatusOr<const DispatcherState::Job*> Dispatcher::FindNamedJobLocked(const
         " and cross_trainer_cache ", job->cross_trainer_cache ? "on" : "off", "; this request asks for num_consumers ",
         req.num_consumers(), " and cross_trainer_cache ", req.cross_trainer_cache() ? "on" : "off"));
   }
+  if (job->exactly_once != req.exactly_once()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "get or create job: job \"", req.job_name(), "\" was created ", job->exactly_once ? "with" : "without",
+        " exactly-once reads; this request asks ", req.exactly_once() ? "for them" : "for none"));
+  }
   if (job->dataset_id != req.dataset_id() || job->mode != req.mode()) {
     return absl::InvalidArgumentError(absl::StrCat("get or create job: job name \"", req.job_name(), "\" is used by ",
                                                    JobName(job->id), " of dataset ", job->dataset_id, " in mode ",
@@ -83,6 +89,12 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
           absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ", p.status().message()));
     }
     plan = *std::move(p);
+  }
+  if (req.exactly_once()) {
+    if (auto st = CheckSplitIsolation(pipeline, "exactly-once reads"); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ", st.message()));
+    }
   }
   if (req.num_consumers() > 0) {
     if (auto st = CheckInfinite(pipeline, config_.build_options); !st.ok()) {
@@ -112,6 +124,7 @@ absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest&
   c->set_job_name(req.job_name());
   c->set_num_consumers(req.num_consumers());
   c->set_cross_trainer_cache(req.cross_trainer_cache());
+  c->set_exactly_once(req.exactly_once());
   TFD_RETURN_IF_ERROR(ApplyLocked(u));
   const DispatcherState::Job* job = state_.FindJob(c->job_id());
   if (plan) split_plans_.emplace(job->id, *std::move(plan));

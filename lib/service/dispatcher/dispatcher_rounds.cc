@@ -49,6 +49,16 @@ absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
   } else if (req.consumer_index() != 0) {
     return absl::InvalidArgumentError("--consumer-index needs --num-consumers");
   }
+  if (req.exactly_once()) {
+    if (req.mode() != DISTRIBUTED_EPOCH) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exactly-once reads need --mode distributed_epoch, not ", ProcessingMode_Name(req.mode())));
+    }
+    if (req.num_consumers() > 0) {
+      return absl::InvalidArgumentError(
+          "exactly-once reads and coordinated reads (--num-consumers) cannot be combined");
+    }
+  }
   if (req.cross_trainer_cache()) {
     if (req.job_name().empty()) {
       return absl::InvalidArgumentError("--cross-trainer-cache needs a --job-name shared by the trainers");

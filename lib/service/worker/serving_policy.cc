@@ -30,10 +30,32 @@ absl::Status StoppedError(int64_t task_id) {
   return absl::NotFoundError(absl::StrCat(TaskName(task_id), " was stopped on this worker"));
 }
 
-// A plain task: each buffered element goes to whichever request comes first.
+// Appends `entry` (an element or a split-end marker) to `runs`, extending the last run when the
+// entry continues it.
+void AddToRuns(const TaskBuffer::Buffered& entry, std::vector<SplitRun>& runs) {
+  const SplitPosition& at = entry.position;
+  SplitRun* last = runs.empty() ? nullptr : &runs.back();
+  const bool continues = last != nullptr && !last->split_end() && last->epoch() == at.epoch &&
+                         last->split() == at.split && last->first_seq() + last->count() == at.seq;
+  if (!continues) {
+    last = &runs.emplace_back();
+    last->set_epoch(at.epoch);
+    last->set_split(at.split);
+    last->set_first_seq(at.seq);
+  }
+  if (entry.split_end) {
+    last->set_split_end(true);
+  } else {
+    last->set_count(last->count() + 1);
+  }
+}
+
+// A plain task: each buffered element goes to whichever request comes first. In an exactly-once
+// task, the response also says where each element comes from (split runs, with split ends).
 class FirstComePolicy final : public ServingPolicy {
  public:
-  FirstComePolicy(int64_t task_id, TaskBuffer& buffer) : task_id_(task_id), buffer_(buffer) {}
+  FirstComePolicy(int64_t task_id, bool exactly_once, TaskBuffer& buffer)
+      : task_id_(task_id), exactly_once_(exactly_once), buffer_(buffer) {}
 
   absl::StatusOr<GetElementsResult> Serve(const GetElementsRequest& req) override {
     const Limits limits = LimitsOf(req);
@@ -46,7 +68,13 @@ class FirstComePolicy final : public ServingPolicy {
     while (!buffer_.empty() && static_cast<int64_t>(result.elements.size()) < limits.max_elements &&
            (result.elements.empty() || bytes + buffer_.front_bytes() <= limits.max_bytes)) {
       bytes += buffer_.front_bytes();
-      result.elements.push_back(buffer_.Pop());
+      if (!exactly_once_) {
+        result.elements.push_back(buffer_.Pop());
+        continue;
+      }
+      TaskBuffer::Buffered entry = buffer_.PopEntry();
+      AddToRuns(entry, result.split_runs);
+      if (!entry.split_end) result.elements.push_back(std::move(entry.element));
     }
     if (buffer_.empty() && buffer_.done()) {
       if (!buffer_.error().ok() && result.elements.empty()) return buffer_.error();
@@ -60,6 +88,7 @@ class FirstComePolicy final : public ServingPolicy {
 
  private:
   const int64_t task_id_;
+  const bool exactly_once_;
   TaskBuffer& buffer_;
 };
 
@@ -226,7 +255,7 @@ std::unique_ptr<ServingPolicy> MakeServingPolicy(const TaskDef& def, const Worke
   if (def.cross_trainer_cache()) {
     return std::make_unique<CrossTrainerPolicy>(def.task_id(), config.cross_trainer_cache_bytes, buffer);
   }
-  return std::make_unique<FirstComePolicy>(def.task_id(), buffer);
+  return std::make_unique<FirstComePolicy>(def.task_id(), def.exactly_once(), buffer);
 }
 
 }  // namespace tfdata::service

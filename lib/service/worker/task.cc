@@ -10,6 +10,7 @@
 #include "lib/core/memory_budget.h"
 #include "lib/core/status_macros.h"
 #include "lib/pipeline/sharding.h"
+#include "lib/pipeline/split_isolation.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/common/names.h"
 #include "lib/service/common/wire_compression.h"
@@ -113,6 +114,40 @@ void Task::Produce() {
   buffer_.Finish(std::move(st));
 }
 
+namespace {
+
+// Moves what `next` produces into `buffer` until the stream ends, an error, or cancellation.
+// `next(Buffered*)` fills one entry and returns false at the end. Entries are handed over in small
+// batches: one lock (and one wake-up of a waiting reader) per batch rather than per element. A
+// batch is closed early after kBatchLatency, so a slow pipeline's elements are not held back.
+template <typename Next>
+absl::Status Pump(TaskBuffer& buffer, Next next) {
+  constexpr size_t kBatchElements = 64;
+  constexpr int64_t kBatchBytes = 1 << 20;
+  constexpr absl::Duration kBatchLatency = absl::Milliseconds(1);
+  std::vector<TaskBuffer::Buffered> batch;
+  while (true) {
+    const std::optional<int64_t> room = buffer.AwaitRoom();
+    if (!room) return absl::OkStatus();  // cancelled
+    const absl::Time start = absl::Now();
+    int64_t batch_bytes = 0;
+    while (static_cast<int64_t>(batch.size()) < std::min<int64_t>(*room, kBatchElements) && batch_bytes < kBatchBytes &&
+           (batch.empty() || absl::Now() - start < kBatchLatency)) {
+      TaskBuffer::Buffered b{};
+      absl::StatusOr<bool> more = next(&b);
+      if (!more.ok() || !*more) {
+        buffer.Push(batch);
+        return more.status();
+      }
+      batch_bytes += b.bytes;
+      batch.push_back(std::move(b));
+    }
+    buffer.Push(batch);
+  }
+}
+
+}  // namespace
+
 absl::Status Task::Run() {
   const PipelineSource source{absl::StrCat("dataset ", def_.dataset_id()), nullptr};
   pipeline::Pipeline pipeline = def_.pipeline();
@@ -122,41 +157,30 @@ absl::Status Task::Run() {
   BuildOptions options = config_.build_options;
   options.memory =
       std::make_shared<MemoryBudget>(config_.max_task_memory, "the task's memory limit (worker --max-task-memory)");
+  const IteratorContext ctx{.cancellation = cancellation_};
+  if (def_.exactly_once()) {
+    if (!splits_) return absl::InvalidArgumentError("exactly-once reads need processing mode distributed_epoch");
+    // Each split on its own, every element with its position, and a marker at each split's end.
+    TFD_ASSIGN_OR_RETURN(auto it, SplitIsolatedIterator::Create(pipeline, options, splits_, ctx, source));
+    return Pump(buffer_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
+      TFD_ASSIGN_OR_RETURN(const SplitStep step, it->Step(&b->element, &b->position));
+      if (step == SplitStep::kEnd) return false;
+      b->split_end = step == SplitStep::kSplitEnd;
+      b->bytes = b->split_end ? 0 : static_cast<int64_t>(ElementByteSize(b->element));
+      b->tag = splits_->started();
+      return true;
+    });
+  }
   TFD_ASSIGN_OR_RETURN(auto dataset, splits_ ? BuildSplitFedDataset(pipeline, options, splits_, source)
                                              : BuildDataset(pipeline, options, source));
-  TFD_ASSIGN_OR_RETURN(auto it, dataset->MakeIterator(IteratorContext{.cancellation = cancellation_}));
-  // Elements are handed over in small batches: one lock (and one wake-up of a waiting reader) per
-  // batch rather than per element. A batch is closed early after kBatchLatency, so a slow
-  // pipeline's elements are not held back.
-  constexpr size_t kBatchElements = 64;
-  constexpr int64_t kBatchBytes = 1 << 20;
-  constexpr absl::Duration kBatchLatency = absl::Milliseconds(1);
-  std::vector<TaskBuffer::Buffered> batch;
-  while (true) {
-    const std::optional<int64_t> room = buffer_.AwaitRoom();
-    if (!room) return absl::OkStatus();  // cancelled
-    const absl::Time start = absl::Now();
-    int64_t batch_bytes = 0;
-    bool end = false;
-    while (static_cast<int64_t>(batch.size()) < std::min<int64_t>(*room, kBatchElements) && batch_bytes < kBatchBytes &&
-           (batch.empty() || absl::Now() - start < kBatchLatency)) {
-      Element e;
-      auto more = it->Next(&e);
-      if (!more.ok() || !*more) {
-        end = true;
-        if (!more.ok()) {
-          buffer_.Push(batch);
-          return more.status();
-        }
-        break;
-      }
-      const int64_t bytes = static_cast<int64_t>(ElementByteSize(e));
-      batch_bytes += bytes;
-      batch.push_back(TaskBuffer::Buffered{std::move(e), bytes, splits_ ? splits_->started() : 0});
-    }
-    buffer_.Push(batch);
-    if (end) return absl::OkStatus();
-  }
+  TFD_ASSIGN_OR_RETURN(auto it, dataset->MakeIterator(ctx));
+  return Pump(buffer_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
+    TFD_ASSIGN_OR_RETURN(const bool more, it->Next(&b->element));
+    if (!more) return false;
+    b->bytes = static_cast<int64_t>(ElementByteSize(b->element));
+    b->tag = splits_ ? splits_->started() : 0;
+    return true;
+  });
 }
 
 }  // namespace tfdata::service

@@ -41,13 +41,15 @@ bool TaskBuffer::Await(size_t n, absl::Time deadline) {
   return mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
 }
 
-Element TaskBuffer::Pop() {
-  buffered_bytes_ -= buffer_.front().bytes;
-  max_popped_tag_ = std::max(max_popped_tag_, buffer_.front().tag);
-  Element e = std::move(buffer_.front().element);
+Element TaskBuffer::Pop() { return PopEntry().element; }
+
+TaskBuffer::Buffered TaskBuffer::PopEntry() {
+  Buffered b = std::move(buffer_.front());
   buffer_.pop_front();
-  ++next_index_;
-  return e;
+  buffered_bytes_ -= b.bytes;
+  max_popped_tag_ = std::max(max_popped_tag_, b.tag);
+  if (!b.split_end) ++next_index_;
+  return b;
 }
 
 }  // namespace tfdata::service

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "lib/core/tensor.h"
+#include "lib/pipeline/split_isolation.h"
 
 namespace tfdata::service {
 
@@ -26,6 +27,10 @@ class TaskBuffer {
     Element element;
     int64_t bytes;
     int64_t tag;  // splits started when it was produced (distributed_epoch)
+    // Exactly-once tasks: where the element comes from. A marker (split_end, no element) says
+    // that split `position.split` of `position.epoch` ended with `position.seq` elements.
+    SplitPosition position;
+    bool split_end = false;
   };
 
   // Holds at most `max_elements` elements and, before the last one, `max_bytes` bytes.
@@ -50,11 +55,13 @@ class TaskBuffer {
   bool Await(size_t n, absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes the front element (the buffer must not be empty).
   Element Pop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the front entry, element or split-end marker (the buffer must not be empty).
+  Buffered PopEntry() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   size_t size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffer_.size(); }
   bool empty() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffer_.empty(); }
   int64_t front_bytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffer_.front().bytes; }
-  // Stream index of the front element (the number of elements popped so far).
+  // Stream index of the front element (the number of elements, not markers, popped so far).
   int64_t next_index() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return next_index_; }
   bool done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; }
   bool cancelled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return cancelled_; }

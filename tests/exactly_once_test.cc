@@ -1,0 +1,122 @@
+// Exactly-once distributed_epoch reads (issue 19) through real in-process clusters: split-isolated
+// processing on the workers, elements with their positions, refusals at job creation.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/test_cluster.h"
+#include "tests/test_util.h"
+
+using namespace tfdata;
+using namespace tfdata::testing;
+
+namespace {
+
+service::ReaderOptions ExactlyOnce(const std::string& id, const std::string& job_name = "") {
+  service::ReaderOptions o;
+  o.dataset_id = id;
+  o.mode = service::DISTRIBUTED_EPOCH;
+  o.job_name = job_name;
+  o.exactly_once = true;
+  return o;
+}
+
+// Each element as its int64 values (a batch: all of them), sorted, so that runs compare as sets.
+std::vector<std::vector<int64_t>> SortedBatches(const std::vector<Element>& elements) {
+  std::vector<std::vector<int64_t>> out;
+  for (const Element& e : elements) {
+    REQUIRE(e.size() == 1);
+    out.emplace_back(e[0].data<int64_t>(), e[0].data<int64_t>() + e[0].num_elements());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// range(3000): 64 splits of 47 elements (the last one 39).
+constexpr const char* kPipeline =
+    "op { range { stop: 3000 } } op { shuffle { buffer_size: 64 seed: 7 } } op { batch { batch_size: 10 } }";
+constexpr int64_t kSplitSize = 47;
+
+}  // namespace
+
+TEST_CASE("exactly-once: every element once, batches within a split, the same batches whatever the workers",
+          "[exactly_once][cluster]") {
+  std::vector<std::vector<int64_t>> first;
+  for (const auto& [workers, readers] : std::vector<std::pair<int, int>>{{1, 1}, {3, 2}}) {
+    INFO(workers << " workers, " << readers << " readers");
+    TestCluster cluster(workers);
+    const std::string id = cluster.Register(kPipeline);
+    std::vector<std::unique_ptr<service::Reader>> rs;
+    const auto batches = SortedBatches(ReadShared(cluster, ExactlyOnce(id, "eval"), readers, &rs));
+    std::vector<int64_t> values;
+    bool within_split = true;
+    for (const auto& b : batches) {
+      values.insert(values.end(), b.begin(), b.end());
+      for (int64_t v : b) within_split = within_split && v / kSplitSize == b.front() / kSplitSize;
+    }
+    CHECK(within_split);
+    std::sort(values.begin(), values.end());
+    std::vector<int64_t> expected(3000);
+    for (int64_t i = 0; i < 3000; ++i) expected[i] = i;
+    CHECK(values == expected);
+    for (const auto& r : rs) CHECK(r->duplicates_dropped() == 0);
+    // A split's batches depend on the split alone (its shuffle is seeded from the job's seed and
+    // the split), not on which worker made them or how the splits were shared.
+    if (first.empty()) {
+      first = batches;
+    } else {
+      CHECK(batches == first);
+    }
+  }
+}
+
+TEST_CASE("exactly-once: a plain distributed_epoch read of the same pipeline batches across splits",
+          "[exactly_once][cluster]") {
+  // The contrast that shows the option reaches the workers: without it, one worker's batches
+  // span split boundaries.
+  TestCluster cluster(1);
+  const std::string id = cluster.Register(kPipeline);
+  service::ReaderOptions o = ExactlyOnce(id);
+  o.exactly_once = false;
+  auto reader = cluster.NewReader(o);
+  REQUIRE(reader.ok());
+  bool spans = false;
+  for (const auto& b : SortedBatches(ReadAll(**reader))) {
+    for (int64_t v : b) spans = spans || v / kSplitSize != b.front() / kSplitSize;
+  }
+  CHECK(spans);
+}
+
+TEST_CASE("exactly-once: pipelines and options that cannot give it are refused at job creation, naming why",
+          "[exactly_once][cluster]") {
+  TestCluster cluster(1);
+  auto error = [&](const std::string& pipeline, service::ReaderOptions o) {
+    o.dataset_id = cluster.Register(pipeline);
+    auto reader = cluster.NewReader(o);
+    REQUIRE_FALSE(reader.ok());
+    CHECK(absl::IsInvalidArgument(reader.status()));
+    return std::string(reader.status().message());
+  };
+  const service::ReaderOptions eo = ExactlyOnce("");
+  CHECK_THAT(error("op { range { stop: 10 } } op { shuffle { buffer_size: 4 } }", eo),
+             Catch::Contains("op 1 (shuffle)") && Catch::Contains("seed"));
+  CHECK_THAT(error("op { range { stop: 10 } } op { take { count: 4 } }", eo),
+             Catch::Contains("op 1 (take)") && Catch::Contains("each split"));
+  service::ReaderOptions parallel = eo;
+  parallel.mode = service::PARALLEL_EPOCHS;
+  CHECK_THAT(error("op { range { stop: 10 } }", parallel),
+             Catch::Contains("exactly-once reads need --mode distributed_epoch"));
+  // Readers of one named job must agree.
+  const std::string id = cluster.Register("op { range { stop: 10 } }");
+  auto first = cluster.NewReader(ExactlyOnce(id, "shared"));
+  REQUIRE(first.ok());
+  service::ReaderOptions plain = ExactlyOnce(id, "shared");
+  plain.exactly_once = false;
+  auto second = cluster.NewReader(plain);
+  REQUIRE_FALSE(second.ok());
+  CHECK_THAT(std::string(second.status().message()),
+             Catch::Contains("was created with exactly-once reads; this request asks for none"));
+}
