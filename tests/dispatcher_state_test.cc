@@ -192,3 +192,45 @@ TEST_CASE("dispatcher state: an exactly-once job's lost worker gives its undeliv
   CHECK(absl::IsFailedPrecondition(
       s.Apply(U(R"(create_job { job_id: 1 dataset_id: "1" mode: PARALLEL_EPOCHS exactly_once: true })"))));
 }
+
+TEST_CASE("dispatcher state: exactly-once splits are delivered by index, and re-assigned with their skips",
+          "[dispatcher_state]") {
+  DispatcherState s;
+  REQUIRE(s.Apply(U(kRecords[0])).ok());
+  REQUIRE(s.Apply(U(R"(register_worker { worker_address: "a:1" })")).ok());
+  REQUIRE(s.Apply(U(R"(register_worker { worker_address: "b:1" })")).ok());
+  REQUIRE(s.Apply(U(R"(create_job { job_id: 1 dataset_id: "1" mode: DISTRIBUTED_EPOCH exactly_once: true })")).ok());
+  REQUIRE(s.Apply(U("create_iteration { iteration_id: 1 job_id: 1 repetition: 0 }")).ok());
+  REQUIRE(s.Apply(U(R"(create_task { task_id: 1 iteration_id: 1 worker_address: "a:1" })")).ok());
+  REQUIRE(s.Apply(U(R"(create_task { task_id: 2 iteration_id: 1 worker_address: "b:1" })")).ok());
+  REQUIRE(s.Apply(U("assign_splits { task_id: 1 epoch: 0 first: 0 count: 4 }")).ok());
+  // Readers confirm splits 2 and 0, out of hand-out order.
+  REQUIRE(s.Apply(U("deliver_splits { task_id: 1 epoch: 0 indices: [2, 0] }")).ok());
+  CHECK(s.FindTask(1)->outstanding_indices == std::vector<int64_t>{1, 3});
+  CHECK(s.FindTask(1)->splits_delivered == 2);
+  // A split the task does not hold cannot be delivered.
+  CHECK(absl::IsFailedPrecondition(s.Apply(U("deliver_splits { task_id: 1 epoch: 0 indices: [2] }"))));
+  CHECK(absl::IsFailedPrecondition(s.Apply(U("deliver_splits { task_id: 1 epoch: 1 indices: [1] }"))));
+  // The worker is lost: 1 and 3 go to the pool; task 2 takes them with what readers already had.
+  REQUIRE(s.Apply(U(R"(remove_worker { worker_address: "a:1" })")).ok());
+  CHECK(s.FindIteration(1)->returned_splits.at(0) == std::vector<int64_t>{1, 3});
+  CHECK(absl::IsFailedPrecondition(
+      s.Apply(U("assign_splits { task_id: 2 epoch: 0 indices: [1, 3] skips { begins: [0] ends: [5] } }"))));
+  CHECK(absl::IsFailedPrecondition(
+      s.Apply(U("assign_splits { task_id: 2 epoch: 0 indices: [1] skips { begins: [0, 9] ends: [5] } }"))));
+  REQUIRE(s.Apply(U("assign_splits { task_id: 2 epoch: 0 indices: [1, 3] skips { begins: [0, 7] ends: [5, 9] } "
+                    "skips { } }"))
+              .ok());
+  REQUIRE(s.FindTask(2)->last_skips.size() == 2);
+  CHECK(s.FindTask(2)->last_skips[0].ends(1) == 9);
+  // The skips survive a snapshot (a lost answer is repeated with them after a restart).
+  DispatcherState copy;
+  Update snap;
+  *snap.mutable_snapshot() = s.Snapshot();
+  REQUIRE(copy.Apply(snap).ok());
+  CHECK(copy.Snapshot().SerializeAsString() == s.Snapshot().SerializeAsString());
+  CHECK(copy.FindTask(2)->last_skips[0].begins(1) == 7);
+  // A plain assignment clears them.
+  REQUIRE(s.Apply(U("assign_splits { task_id: 2 epoch: 1 first: 0 count: 1 }")).ok());
+  CHECK(s.FindTask(2)->last_skips.empty());
+}

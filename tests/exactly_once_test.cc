@@ -1,8 +1,11 @@
 // Exactly-once distributed_epoch reads (issue 19) through real in-process clusters: split-isolated
 // processing on the workers, elements with their positions, refusals at job creation.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -119,4 +122,87 @@ TEST_CASE("exactly-once: pipelines and options that cannot give it are refused a
   REQUIRE_FALSE(second.ok());
   CHECK_THAT(std::string(second.status().message()),
              Catch::Contains("was created with exactly-once reads; this request asks for none"));
+}
+
+namespace {
+
+// Reads the job with `readers` readers in threads; once they have `stop_after` elements between
+// them, stops worker `victim` as a crash would. Returns every element read.
+std::vector<Element> ReadThroughACrash(TestCluster& cluster, const service::ReaderOptions& options, int readers,
+                                       int64_t stop_after, size_t victim,
+                                       std::vector<std::unique_ptr<service::Reader>>* rs) {
+  for (int r = 0; r < readers; ++r) {
+    auto reader = cluster.NewReader(options);
+    INFO(reader.status().ToString());
+    REQUIRE(reader.ok());
+    rs->push_back(*std::move(reader));
+  }
+  std::atomic<int64_t> read{0};
+  std::vector<std::vector<Element>> got(readers);
+  std::vector<absl::Status> errors(readers);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < readers; ++r) {
+    threads.emplace_back([&, r] {
+      Element e;
+      while (true) {
+        auto more = (*rs)[r]->Next(&e);
+        if (!more.ok()) {
+          errors[r] = more.status();
+          return;
+        }
+        if (!*more) return;
+        got[r].push_back(e);
+        read.fetch_add(1);
+      }
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (read.load() < stop_after && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  cluster.StopWorker(victim);
+  for (auto& t : threads) t.join();
+  std::vector<Element> all;
+  for (int r = 0; r < readers; ++r) {
+    INFO(errors[r].ToString());
+    CHECK(errors[r].ok());
+    for (auto& e : got[r]) all.push_back(std::move(e));
+  }
+  return all;
+}
+
+std::vector<int64_t> Values(const std::vector<Element>& elements) {
+  std::vector<int64_t> values;
+  for (const auto& b : SortedBatches(elements)) values.insert(values.end(), b.begin(), b.end());
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("exactly-once: a worker dying mid-epoch: its splits are produced again elsewhere, every element once",
+          "[exactly_once][cluster]") {
+  // A slow pipeline (a sleep per element), so that the dying worker holds splits in flight.
+  const std::string pipeline =
+      "op { range { stop: 6400 } } op { map { fn { sleep { micros: 100 } } } } "
+      "op { shuffle { buffer_size: 16 seed: 3 } } op { batch { batch_size: 4 } }";
+  for (int readers : {1, 2}) {
+    INFO(readers << " reader(s)");
+    TestCluster cluster(3);
+    const std::string id = cluster.Register(pipeline);
+    std::vector<std::unique_ptr<service::Reader>> rs;
+    const auto elements = ReadThroughACrash(cluster, ExactlyOnce(id, "eval"), readers, 300, 1, &rs);
+    const std::vector<int64_t> values = Values(elements);
+    CHECK(values.size() == 6400);
+    CHECK(values == Iota(6400));
+    int64_t lost = 0;
+    for (const auto& r : rs) lost += r->splits_lost();
+    CHECK(lost == 0);
+  }
 }

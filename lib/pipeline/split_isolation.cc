@@ -1,5 +1,8 @@
 #include "lib/pipeline/split_isolation.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "fmt/format.h"
 #include "lib/core/status_macros.h"
 #include "lib/pipeline/determinism.h"
@@ -121,6 +124,7 @@ absl::StatusOr<SplitStep> SplitIsolatedIterator::Step(Element* out, SplitPositio
       if (*more) {
         ++at_.seq;
         epoch_produced_ = true;
+        if (Skipped(position->seq)) continue;
         return SplitStep::kElement;
       }
       current_.reset();
@@ -151,7 +155,19 @@ absl::StatusOr<SplitStep> SplitIsolatedIterator::Step(Element* out, SplitPositio
     TFD_ASSIGN_OR_RETURN(current_, split_dataset_->MakeIterator(ctx_));
     at_.split = split->index();
     at_.seq = 0;
+    skips_.clear();
+    for (int i = 0; i < std::min(split->skip_begins_size(), split->skip_ends_size()); ++i) {
+      skips_.emplace_back(split->skip_begins(i), split->skip_ends(i));
+    }
+    std::sort(skips_.begin(), skips_.end());
   }
+}
+
+bool SplitIsolatedIterator::Skipped(int64_t seq) const {
+  // The ranges are few (a split read in order is one): the first that ends after seq decides.
+  auto it = std::upper_bound(skips_.begin(), skips_.end(), seq,
+                             [](int64_t s, const std::pair<int64_t, int64_t>& r) { return s < r.first; });
+  return it != skips_.begin() && seq < std::prev(it)->second;
 }
 
 }  // namespace tfdata

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -57,6 +59,8 @@ enum class SplitStep {
 
 // A task's stream under split isolation: epoch after epoch (a trailing repeat's count; one
 // without), split after split from `provider`, each split's elements in order with their position.
+// A split with skip ranges (handed out again after its worker was lost) is produced whole, and the
+// elements in the ranges are left out (their sequence numbers stay taken).
 class SplitIsolatedIterator {
  public:
   // InvalidArgument when CheckSplitIsolation fails, or the pipeline does not build.
@@ -85,6 +89,9 @@ class SplitIsolatedIterator {
   const BuildOptions options_;
   const std::shared_ptr<SplitProvider> provider_;
   const IteratorContext ctx_;
+  // Whether the current split's skip ranges (Split.skip_begins/ends) hold `seq`.
+  bool Skipped(int64_t seq) const;
+
   const int64_t epochs_;  // -1: forever
   int64_t epochs_done_ = 0;
   bool in_epoch_ = false;
@@ -92,6 +99,8 @@ class SplitIsolatedIterator {
   SplitPosition at_;
   DatasetPtr split_dataset_;
   std::unique_ptr<Iterator> current_;
+  // The current split's elements that readers already have (a split handed out again), sorted.
+  std::vector<std::pair<int64_t, int64_t>> skips_;
 };
 
 }  // namespace tfdata

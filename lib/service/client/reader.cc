@@ -116,6 +116,14 @@ absl::Status Reader::HeartbeatOnce() {
     absl::MutexLock lock(&mu_);
     for (const std::string& w : unreported_) req.add_unreachable_workers(w);
     unreported_.clear();
+    if (options_.exactly_once) {
+      // Built under the same lock as the in-flight list: every answer not listed there is in the
+      // receipts.
+      for (SplitReceipt& r : ledger_.Receipts()) *req.add_split_receipts() = std::move(r);
+      for (const auto& [id, ts] : tasks_) {
+        if (!ts.in_flight.empty() || !ts.held.empty()) req.add_tasks_in_flight(id);
+      }
+    }
   }
   ClientHeartbeatResponse resp;
   absl::Status st = dispatcher_->ClientHeartbeat(req, &resp);
@@ -135,6 +143,7 @@ absl::Status Reader::HeartbeatOnce() {
   }
   dispatcher_incarnation_ = resp.incarnation_id();
   heard_ = true;
+  for (const SplitId& s : resp.splits_confirmed()) ledger_.Forget(s.epoch(), s.split());
   listed_tasks_.clear();
   for (const TaskInfo& t : resp.tasks()) {
     if (!TaskTargeted(t, target_, options_.worker_tag)) continue;

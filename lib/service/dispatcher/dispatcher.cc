@@ -219,6 +219,7 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
                    JobName(job_id), absl::FormatDuration(config_.job_gc_timeout));
       // Its split plan is derived state, made again if the job ever gets another iteration.
       split_plans_.erase(job_id);
+      receipts_.ForgetIteration(iteration_id);
     }
   }
 }

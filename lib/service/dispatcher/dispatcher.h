@@ -11,7 +11,8 @@
 // Where each RPC is handled: dispatcher.cc (RegisterDataset, GetDataset; recovery, the journal,
 // time-outs), dispatcher_jobs.cc (GetOrCreateJob, ClientHeartbeat, ReleaseClient),
 // dispatcher_workers.cc (WorkerHeartbeat: tasks, leaving, suspicion, lost workers),
-// dispatcher_splits.cc (GetSplits), dispatcher_rounds.cc (coordinated reads' leases). The state
+// dispatcher_splits.cc (GetSplits), dispatcher_rounds.cc (coordinated reads' leases),
+// dispatcher_exactly_once.cc (exactly-once jobs: readers' receipts, re-issue barriers). The state
 // each changes: dispatcher_state.cc, one Apply case per journal record.
 #pragma once
 
@@ -31,6 +32,7 @@
 #include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher/dispatcher_state.h"
 #include "lib/service/dispatcher/journal.h"
+#include "lib/service/dispatcher/split_receipts.h"
 #include "proto/service.pb.h"
 
 namespace tfdata::service {
@@ -163,6 +165,20 @@ class Dispatcher {
   // Records where a lost worker's coordinated tasks leave their rotation.
   void AddTaskEndsLocked(const std::vector<int64_t>& tasks, RemoveWorkerUpdate* u) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Exactly-once jobs (dispatcher_exactly_once.cc). Whether the iteration's job reads exactly once.
+  bool ExactlyOnceLocked(int64_t iteration_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A reader's heartbeat: adds its receipts up with the other readers', delivers (journaled) the
+  // splits they complete, tells it which of its splits are settled, and counts it toward a
+  // re-issue barrier.
+  absl::Status ConfirmReceiptsLocked(const ClientHeartbeatRequest& req, int64_t iteration_id,
+                                     ClientHeartbeatResponse* resp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pooled splits of the iteration wait until every current reader has reported clean.
+  void StartReissueBarrierLocked(int64_t iteration_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether an exactly-once epoch may end for a task: no split of it is pooled or held by a live
+  // task without the readers' confirmation (it could still come back to the pool).
+  bool EpochSettledLocked(int64_t iteration_id, int64_t epoch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How long a worker waits before asking again for splits of an epoch that is not settled.
+  static constexpr int32_t kSplitRetryMs = 50;
   // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).
   absl::StatusOr<const SplitPlan*> SplitPlanLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimeoutLoop();
@@ -187,8 +203,10 @@ class Dispatcher {
   // Iterations that have no clients, and since when.
   std::map<int64_t, absl::Time> iteration_unclaimed_since_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, SplitPlan> split_plans_ ABSL_GUARDED_BY(mu_);  // by job id
-  std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);     // logged once each
-  std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);    // fault-tolerant only
+  // Exactly-once jobs: the readers' receipts and re-issue barriers (soft state).
+  SplitReceipts receipts_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> refused_workers_ ABSL_GUARDED_BY(mu_);   // logged once each
+  std::unique_ptr<JournalWriter> journal_ ABSL_GUARDED_BY(mu_);  // fault-tolerant only
   std::string journal_path_ ABSL_GUARDED_BY(mu_);
   int64_t compact_at_ ABSL_GUARDED_BY(mu_) = 0;  // records_written() that triggers compaction
   absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();

@@ -214,7 +214,8 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
     info->set_task_id(t);
     const auto* task = state_.FindTask(t);
     info->set_worker_address(task->worker_address);
-    info->set_splits_undelivered(task->splits_assigned - task->splits_delivered);
+    // Exactly-once: a lost task's splits are produced again elsewhere, not lost.
+    if (!ExactlyOnceLocked(*iteration_id)) info->set_splits_undelivered(task->splits_assigned - task->splits_delivered);
     for (const std::string& tag : state_.WorkerTags(task->worker_address)) info->add_worker_tags(tag);
     info->set_starting_round(task->starting_round);
   }
@@ -226,6 +227,7 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
     info->set_ending_round(ended.ending_round);
   }
   if (state_.FindJob(iteration->job_id)->num_consumers > 0) GrantRoundsLocked(req, resp);
+  if (ExactlyOnceLocked(*iteration_id)) TFD_RETURN_IF_ERROR(ConfirmReceiptsLocked(req, *iteration_id, resp));
   resp->set_iteration_finished(state_.IterationFinished(*iteration_id));
   return absl::OkStatus();
 }
@@ -243,6 +245,7 @@ absl::Status Dispatcher::ReleaseClientLocked(int64_t client_id, absl::Time now) 
   TFD_RETURN_IF_ERROR(ApplyLocked(u));
   client_last_seen_.erase(client_id);
   client_rounds_.erase(client_id);
+  receipts_.ClientGone(iteration_id, client_id);
   spdlog::info("dispatcher: {} left {}", ClientName(client_id), IterationName(iteration_id));
   if (state_.FindIteration(iteration_id)->clients.empty()) iteration_unclaimed_since_[iteration_id] = now;
   return absl::OkStatus();

@@ -8,6 +8,14 @@
 #include "spdlog/spdlog.h"
 
 namespace tfdata::service {
+namespace {
+
+void SetSkips(const SkipRanges& skips, Split* split) {
+  split->mutable_skip_begins()->Assign(skips.begins().begin(), skips.begins().end());
+  split->mutable_skip_ends()->Assign(skips.ends().begin(), skips.ends().end());
+}
+
+}  // namespace
 
 absl::StatusOr<const SplitPlan*> Dispatcher::SplitPlanLocked(int64_t job_id) {
   auto it = split_plans_.find(job_id);
@@ -38,7 +46,11 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
     const std::vector<int64_t>& pooled = task->last_indices;
     const int64_t last_count = pooled.empty() ? task->last_count : static_cast<int64_t>(pooled.size());
     if (req.splits_received() + last_count == task->splits_assigned && req.epoch() == task->last_epoch) {
-      for (int64_t i : pooled) *resp->add_splits() = plan->Get(i);
+      for (size_t k = 0; k < pooled.size(); ++k) {
+        Split* s = resp->add_splits();
+        *s = plan->Get(pooled[k]);
+        if (k < static_cast<size_t>(task->last_skips.size())) SetSkips(task->last_skips[static_cast<int>(k)], s);
+      }
       for (int64_t i = task->last_first; pooled.empty() && i < task->last_first + task->last_count; ++i) {
         *resp->add_splits() = plan->Get(i);
       }
@@ -49,22 +61,42 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
                                                       task->splits_assigned, " handed out"));
   }
   const int64_t max_splits = std::clamp<int32_t>(req.max_splits(), 1, kMaxSplitsPerRequest);
-  // Splits a leaving worker gave back go first.
+  // Splits a leaving worker gave back (or, exactly once, a lost worker held) go first.
   if (auto pool = iteration->returned_splits.find(req.epoch()); pool != iteration->returned_splits.end()) {
+    if (job->exactly_once) {
+      // A dispatcher that restarted has no barrier for splits pooled before: it starts one.
+      if (!receipts_.HasBarrierState(iteration->id)) StartReissueBarrierLocked(iteration->id);
+      if (!receipts_.MayReissue(iteration->id)) {
+        resp->set_retry_after_ms(kSplitRetryMs);
+        return absl::OkStatus();
+      }
+    }
     Update u;
     auto* a = u.mutable_assign_splits();
     a->set_task_id(req.task_id());
     a->set_epoch(req.epoch());
     const int64_t n = std::min<int64_t>(max_splits, static_cast<int64_t>(pool->second.size()));
-    for (int64_t k = 0; k < n; ++k) a->add_indices(pool->second[k]);
+    for (int64_t k = 0; k < n; ++k) {
+      a->add_indices(pool->second[k]);
+      if (job->exactly_once) *a->add_skips() = receipts_.Received(iteration->id, req.epoch(), pool->second[k]);
+    }
     if (auto st = ApplyLocked(u); !st.ok()) return st;
-    for (int64_t i : a->indices()) *resp->add_splits() = plan->Get(i);
+    for (int k = 0; k < a->indices_size(); ++k) {
+      Split* s = resp->add_splits();
+      *s = plan->Get(a->indices(k));
+      if (k < a->skips_size()) SetSkips(a->skips(k), s);
+    }
     return absl::OkStatus();
   }
   auto next_it = iteration->next_split.find(req.epoch());
   const int64_t next = next_it == iteration->next_split.end() ? 0 : next_it->second;
   const int64_t count = std::min<int64_t>(max_splits, plan->num_splits() - next);
   if (count <= 0) {
+    // Exactly once: the epoch ends only when no split of it can come back to the pool.
+    if (job->exactly_once && !EpochSettledLocked(iteration->id, req.epoch())) {
+      resp->set_retry_after_ms(kSplitRetryMs);
+      return absl::OkStatus();
+    }
     if (task->epochs_ended <= req.epoch()) {  // recorded once: splits returned later skip this task
       Update u;
       u.mutable_end_splits()->set_task_id(req.task_id());

@@ -39,7 +39,8 @@ auto* Find(Map& map, const Key& key) {
 #define TFD_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(iteration_id) SCALAR(worker_address) SCALAR(finished) SCALAR(splits_assigned) \
   SCALAR(splits_delivered) SCALAR(last_epoch) SCALAR(last_first) SCALAR(last_count) SCALAR(starting_round) \
-  REPEATED(last_indices) SCALAR(epochs_ended) REPEATED(outstanding_epochs) REPEATED(outstanding_indices)
+  REPEATED(last_indices) SCALAR(epochs_ended) REPEATED(outstanding_epochs) REPEATED(outstanding_indices) \
+  MESSAGE(last_skips)
 // By hand: the snapshot's id and iteration_id, the keys the ended task is stored under.
 #define TFD_ENDED_TASK_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(worker_address) SCALAR(starting_round) SCALAR(ending_round)
@@ -272,6 +273,12 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
   if (it == nullptr) return Inconsistent("splits for a task of an unknown iteration");
   if (u.epoch() < 0) return Inconsistent("split assignment of a negative epoch");
   if (u.indices_size() > 0) {  // from the epoch's pool of returned splits, front first
+    if (u.skips_size() != 0 && u.skips_size() != u.indices_size()) {
+      return Inconsistent("split assignment with skips for some of its splits only");
+    }
+    for (const SkipRanges& s : u.skips()) {
+      if (s.begins_size() != s.ends_size()) return Inconsistent("split skips with unpaired range ends");
+    }
     std::vector<int64_t>& pool = it->returned_splits[u.epoch()];
     if (u.count() != 0 || static_cast<size_t>(u.indices_size()) > pool.size() ||
         !std::equal(u.indices().begin(), u.indices().end(), pool.begin())) {
@@ -285,6 +292,7 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
     t->last_first = 0;
     t->last_count = 0;
     t->last_indices.assign(u.indices().begin(), u.indices().end());
+    t->last_skips = u.skips();
     for (int64_t i : u.indices()) {
       t->outstanding_epochs.push_back(u.epoch());
       t->outstanding_indices.push_back(i);
@@ -302,6 +310,7 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
   t->last_first = u.first();
   t->last_count = u.count();
   t->last_indices.clear();
+  t->last_skips.Clear();
   for (int64_t i = u.first(); i < u.first() + u.count(); ++i) {
     t->outstanding_epochs.push_back(u.epoch());
     t->outstanding_indices.push_back(i);
@@ -349,6 +358,7 @@ absl::Status DispatcherState::ReturnSplits(const ReturnSplitsUpdate& u) {
     t->last_count -= n;
   } else {
     t->last_indices.resize(t->last_indices.size() - n);
+    if (!t->last_skips.empty()) t->last_skips.DeleteSubrange(t->last_skips.size() - n, n);
   }
   std::vector<int64_t>& pool = it->returned_splits[u.epoch()];
   pool.insert(pool.end(), u.indices().begin(), u.indices().end());
@@ -366,6 +376,23 @@ absl::Status DispatcherState::EndSplits(const EndSplitsUpdate& u) {
 absl::Status DispatcherState::DeliverSplits(const DeliverSplitsUpdate& u) {
   Task* t = Find(tasks_, u.task_id());
   if (t == nullptr) return Inconsistent("delivery report for unknown " + TaskName(u.task_id()));
+  if (u.indices_size() > 0) {  // exactly-once: by index, as the readers confirmed them
+    for (int64_t index : u.indices()) {
+      size_t k = 0;
+      while (k < t->outstanding_indices.size() &&
+             (t->outstanding_epochs[k] != u.epoch() || t->outstanding_indices[k] != index)) {
+        ++k;
+      }
+      if (k == t->outstanding_indices.size()) {
+        return Inconsistent(absl::StrCat("delivery of split ", index, " of epoch ", u.epoch(), " that ",
+                                         TaskName(u.task_id()), " does not hold"));
+      }
+      t->outstanding_epochs.erase(t->outstanding_epochs.begin() + static_cast<std::ptrdiff_t>(k));
+      t->outstanding_indices.erase(t->outstanding_indices.begin() + static_cast<std::ptrdiff_t>(k));
+      ++t->splits_delivered;
+    }
+    return absl::OkStatus();
+  }
   if (u.splits_delivered() > t->splits_assigned) return Inconsistent("more splits delivered than assigned");
   const int64_t newly = std::max<int64_t>(0, u.splits_delivered() - t->splits_delivered);
   const auto drop = static_cast<std::ptrdiff_t>(std::min<size_t>(newly, t->outstanding_indices.size()));

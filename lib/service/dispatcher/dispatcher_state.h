@@ -84,6 +84,8 @@ class DispatcherState {
     // last_count) of last_epoch, or last_indices when it came from the returned splits.
     int64_t last_epoch = -1, last_first = 0, last_count = 0;
     std::vector<int64_t> last_indices;
+    // Exactly-once: with last_indices, what readers already had of each (empty: nothing).
+    google::protobuf::RepeatedPtrField<SkipRanges> last_skips;
     // The task was told that epochs below this have no splits left.
     int64_t epochs_ended = 0;
     // The splits assigned and not delivered (splits_assigned - splits_delivered of them), in

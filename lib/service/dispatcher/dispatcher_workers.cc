@@ -103,6 +103,8 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
   for (const TaskProgress& p : req.task_progress()) {
     const auto* task = state_.FindTask(p.task_id());
     if (task == nullptr || task->worker_address != worker || p.splits_delivered() <= task->splits_delivered) continue;
+    // Exactly-once jobs count what readers confirm (ConfirmReceiptsLocked), not what was served.
+    if (ExactlyOnceLocked(task->iteration_id)) continue;
     Update u;
     u.mutable_deliver_splits()->set_task_id(p.task_id());
     u.mutable_deliver_splits()->set_splits_delivered(std::min(p.splits_delivered(), task->splits_assigned));
@@ -139,6 +141,8 @@ absl::Status Dispatcher::LeaveLocked(const WorkerHeartbeatRequest& req) {
     const auto* task = state_.FindTask(t);
     auto s = started.find(t);
     if (s == started.end() || task->splits_assigned <= s->second) continue;
+    // Exactly-once: the removal below puts every split the task holds back in the pool.
+    if (ExactlyOnceLocked(task->iteration_id)) continue;
     // The splits received and not started are the tail of the last assignment (the worker asks for
     // the next batch only when it has started every split of the last one).
     std::vector<int64_t> tail = state_.ReturnableSplits(*task);
@@ -166,14 +170,25 @@ void Dispatcher::RemoveWorkerLocked(const std::string& worker, const std::string
   u.mutable_remove_worker()->set_worker_address(worker);
   const std::vector<int64_t> tasks = state_.TasksOfWorker(worker);
   AddTaskEndsLocked(tasks, u.mutable_remove_worker());
-  int64_t lost = 0;
+  int64_t lost = 0, reissued = 0;
+  std::set<int64_t> exactly_once;  // iterations whose splits come back to the pool
   for (int64_t t : tasks) {
     const auto* task = state_.FindTask(t);
-    lost += task->splits_assigned - task->splits_delivered;
+    const int64_t held = task->splits_assigned - task->splits_delivered;
+    if (ExactlyOnceLocked(task->iteration_id)) {
+      exactly_once.insert(task->iteration_id);
+      reissued += held;
+    } else {
+      lost += held;
+    }
   }
   if (ApplyLocked(u).ok()) {
-    spdlog::warn("dispatcher: worker {} {}; its {} task(s) removed{}", worker, why, tasks.size(),
-                 lost > 0 ? absl::StrCat("; ", lost, " split(s) it held are lost") : "");
+    // The pooled splits wait until the readers have reported everything they got from the tasks.
+    for (int64_t it : exactly_once) StartReissueBarrierLocked(it);
+    spdlog::warn(
+        "dispatcher: worker {} {}; its {} task(s) removed{}{}", worker, why, tasks.size(),
+        lost > 0 ? absl::StrCat("; ", lost, " split(s) it held are lost") : "",
+        reissued > 0 ? absl::StrCat("; ", reissued, " split(s) it held go to other workers (exactly once)") : "");
   }
 }
 

@@ -140,7 +140,11 @@ absl::Status Pump(TaskBuffer& buffer, Next next) {
         return more.status();
       }
       batch_bytes += b.bytes;
+      const bool split_end = b.split_end;
       batch.push_back(std::move(b));
+      // A split's end goes out at once: the next split may be slow to come (an exactly-once epoch
+      // waits for the readers to confirm its splits, which they do on seeing their ends).
+      if (split_end) break;
     }
     buffer.Push(batch);
   }

@@ -24,17 +24,24 @@ absl::StatusOr<std::optional<Split>> TaskSplitProvider::Next(int64_t epoch) {
     req.set_max_splits(batch_);
     req.set_splits_received(received_);
     GetSplitsResponse resp;
-    // The dispatcher may be briefly unreachable: retry for a while before failing the task.
-    absl::Status st;
-    const absl::Time give_up = absl::Now() + retry_;
-    for (absl::Duration backoff = absl::Milliseconds(50); !cancelled_.HasBeenNotified();
-         backoff = std::min(backoff * 2, absl::Seconds(1))) {
-      st = dispatcher_->GetSplits(req, &resp);
-      if (st.ok() || !absl::IsUnavailable(st) || absl::Now() >= give_up) break;
-      cancelled_.WaitForNotificationWithTimeout(backoff);
+    while (true) {
+      // The dispatcher may be briefly unreachable: retry for a while before failing the task.
+      absl::Status st;
+      const absl::Time give_up = absl::Now() + retry_;
+      for (absl::Duration backoff = absl::Milliseconds(50); !cancelled_.HasBeenNotified();
+           backoff = std::min(backoff * 2, absl::Seconds(1))) {
+        resp.Clear();
+        st = dispatcher_->GetSplits(req, &resp);
+        if (st.ok() || !absl::IsUnavailable(st) || absl::Now() >= give_up) break;
+        cancelled_.WaitForNotificationWithTimeout(backoff);
+      }
+      if (cancelled_.HasBeenNotified()) return std::nullopt;
+      TFD_RETURN_IF_ERROR(st);
+      // Exactly once: the epoch is not settled yet (splits of it may come back to the pool); this
+      // waits as long as the readers take to confirm them, which the task's Cancel() cuts short.
+      if (resp.splits_size() > 0 || resp.end_of_splits() || resp.retry_after_ms() <= 0) break;
+      cancelled_.WaitForNotificationWithTimeout(absl::Milliseconds(std::min(resp.retry_after_ms(), 1000)));
     }
-    if (cancelled_.HasBeenNotified()) return std::nullopt;
-    TFD_RETURN_IF_ERROR(st);
     received_ += resp.splits_size();
     for (Split& s : *resp.mutable_splits()) queue_.push_back(std::move(s));
     if (queue_.empty()) return std::nullopt;  // end of the epoch's splits

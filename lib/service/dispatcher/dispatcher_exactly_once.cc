@@ -1,0 +1,89 @@
+// Exactly-once jobs: readers' receipts confirm delivery split by split, and a lost worker's splits
+// are handed out again once the readers' receipts are complete (split_receipts.h).
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/core/status_macros.h"
+#include "lib/service/dispatcher/dispatcher.h"
+
+namespace tfdata::service {
+
+bool Dispatcher::ExactlyOnceLocked(int64_t iteration_id) const {
+  const auto* iteration = state_.FindIteration(iteration_id);
+  if (iteration == nullptr) return false;
+  const auto* job = state_.FindJob(iteration->job_id);
+  return job != nullptr && job->exactly_once;
+}
+
+absl::Status Dispatcher::ConfirmReceiptsLocked(const ClientHeartbeatRequest& req, int64_t iteration_id,
+                                               ClientHeartbeatResponse* resp) {
+  const auto* iteration = state_.FindIteration(iteration_id);
+  // Where each split in flight is: held by a live task, or pooled for re-issue. Any other split a
+  // reader names is settled (delivered, or never handed out): the reader may forget it.
+  std::map<std::pair<int64_t, int64_t>, int64_t> holder;
+  for (int64_t t : iteration->tasks) {
+    const auto* task = state_.FindTask(t);
+    for (size_t k = 0; k < task->outstanding_indices.size(); ++k) {
+      holder[{task->outstanding_epochs[k], task->outstanding_indices[k]}] = t;
+    }
+  }
+  std::set<std::pair<int64_t, int64_t>> pooled;
+  for (const auto& [epoch, indices] : iteration->returned_splits) {
+    for (int64_t i : indices) pooled.insert({epoch, i});
+  }
+  auto confirm = [&](int64_t epoch, int64_t split) {
+    SplitId* id = resp->add_splits_confirmed();
+    id->set_epoch(epoch);
+    id->set_split(split);
+    receipts_.Forget(iteration_id, epoch, split);
+  };
+  std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> complete;  // (task, epoch) -> splits
+  for (const SplitReceipt& r : req.split_receipts()) {
+    const std::pair<int64_t, int64_t> key{r.epoch(), r.split()};
+    auto h = holder.find(key);
+    if (h == holder.end() && !pooled.contains(key)) {
+      confirm(r.epoch(), r.split());
+      continue;
+    }
+    // A pooled split stays pooled even when complete: it goes out again with everything skipped,
+    // and its new task's end marker then confirms it.
+    if (receipts_.Add(iteration_id, r) && h != holder.end()) complete[{h->second, r.epoch()}].insert(r.split());
+  }
+  for (const auto& [task_epoch, splits] : complete) {
+    Update u;
+    auto* d = u.mutable_deliver_splits();
+    d->set_task_id(task_epoch.first);
+    d->set_epoch(task_epoch.second);
+    for (int64_t s : splits) d->add_indices(s);
+    TFD_RETURN_IF_ERROR(ApplyLocked(u));
+    for (int64_t s : splits) confirm(task_epoch.second, s);
+  }
+  bool clean = true;
+  for (int64_t t : req.tasks_in_flight()) clean = clean && iteration->tasks.contains(t);
+  receipts_.ClientReported(iteration_id, req.client_id(), clean);
+  return absl::OkStatus();
+}
+
+void Dispatcher::StartReissueBarrierLocked(int64_t iteration_id) {
+  const auto* iteration = state_.FindIteration(iteration_id);
+  if (iteration == nullptr) return;
+  receipts_.StartBarrier(iteration_id, iteration->clients);
+}
+
+bool Dispatcher::EpochSettledLocked(int64_t iteration_id, int64_t epoch) const {
+  const auto* iteration = state_.FindIteration(iteration_id);
+  if (iteration == nullptr) return true;
+  if (auto pool = iteration->returned_splits.find(epoch); pool != iteration->returned_splits.end()) return false;
+  for (int64_t t : iteration->tasks) {
+    const auto* task = state_.FindTask(t);
+    for (int64_t e : task->outstanding_epochs) {
+      if (e == epoch) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tfdata::service

@@ -1,0 +1,91 @@
+#include "lib/service/dispatcher/split_receipts.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace tfdata::service {
+
+bool SplitReceipts::Add(int64_t iteration_id, const SplitReceipt& receipt) {
+  Split& s = splits_[iteration_id][{receipt.epoch(), receipt.split()}];
+  const int n = std::min(receipt.range_begins_size(), receipt.range_ends_size());
+  for (int i = 0; i < n; ++i) {
+    int64_t begin = receipt.range_begins(i), end = receipt.range_ends(i);
+    if (begin < 0 || end <= begin) continue;  // malformed or empty: nothing to add
+    // Merge [begin, end) with every range it touches.
+    auto it = s.ranges.upper_bound(begin);
+    if (it != s.ranges.begin() && std::prev(it)->second >= begin) --it;
+    while (it != s.ranges.end() && it->first <= end) {
+      begin = std::min(begin, it->first);
+      end = std::max(end, it->second);
+      it = s.ranges.erase(it);
+    }
+    s.ranges.emplace(begin, end);
+  }
+  if (receipt.has_count() && receipt.count() >= 0) s.count = receipt.count();
+  if (!s.count) return false;
+  if (*s.count == 0) return true;
+  return s.ranges.size() == 1 && s.ranges.begin()->first == 0 && s.ranges.begin()->second >= *s.count;
+}
+
+SkipRanges SplitReceipts::Received(int64_t iteration_id, int64_t epoch, int64_t split) const {
+  SkipRanges out;
+  auto it = splits_.find(iteration_id);
+  if (it == splits_.end()) return out;
+  auto s = it->second.find({epoch, split});
+  if (s == it->second.end()) return out;
+  for (const auto& [begin, end] : s->second.ranges) {
+    out.add_begins(begin);
+    out.add_ends(end);
+  }
+  return out;
+}
+
+void SplitReceipts::Forget(int64_t iteration_id, int64_t epoch, int64_t split) {
+  auto it = splits_.find(iteration_id);
+  if (it == splits_.end()) return;
+  it->second.erase({epoch, split});
+  if (it->second.empty()) splits_.erase(it);
+}
+
+void SplitReceipts::StartBarrier(int64_t iteration_id, const std::set<int64_t>& clients) {
+  std::map<int64_t, int>& b = barriers_[iteration_id];
+  b.clear();
+  for (int64_t c : clients) b[c] = 0;
+}
+
+void SplitReceipts::ClientReported(int64_t iteration_id, int64_t client_id, bool clean) {
+  auto it = barriers_.find(iteration_id);
+  if (it == barriers_.end()) return;
+  auto c = it->second.find(client_id);
+  if (c == it->second.end()) return;
+  // The first heartbeat since the barrier began may have been sent before the reader learned of
+  // the loss; a later clean one was sent after.
+  if (c->second >= 1 && clean) {
+    it->second.erase(c);
+  } else {
+    ++c->second;
+  }
+}
+
+void SplitReceipts::ClientGone(int64_t iteration_id, int64_t client_id) {
+  auto it = barriers_.find(iteration_id);
+  if (it != barriers_.end()) it->second.erase(client_id);
+}
+
+bool SplitReceipts::MayReissue(int64_t iteration_id) const {
+  auto it = barriers_.find(iteration_id);
+  return it == barriers_.end() || it->second.empty();
+}
+
+void SplitReceipts::ForgetIteration(int64_t iteration_id) {
+  splits_.erase(iteration_id);
+  barriers_.erase(iteration_id);
+}
+
+size_t SplitReceipts::size() const {
+  size_t n = 0;
+  for (const auto& [id, splits] : splits_) n += splits.size();
+  return n;
+}
+
+}  // namespace tfdata::service

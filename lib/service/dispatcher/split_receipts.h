@@ -1,0 +1,67 @@
+// Exactly-once jobs (issue 19): what the readers of each iteration have received of each split in
+// flight, added up from their heartbeats, and when a lost worker's splits may be handed out again.
+//
+// This is soft state, like liveness: rebuilt from heartbeats after a restart (readers report
+// every split the dispatcher has not confirmed, every time). What it decides goes through the
+// journal: a split the receipts show complete is delivered (DeliverSplitsUpdate by index), and a
+// split handed out again carries the receipts as its skip ranges (AssignSplitsUpdate.skips).
+//
+// A lost worker's splits wait in the pool until each reader of the iteration has sent a second
+// heartbeat since the loss (so the first one's answer told it the task is gone) with nothing in
+// flight from a task that is no longer live: its receipts then hold everything it will ever get
+// from the lost task, and the skip ranges are complete, whichever reader got which element.
+//
+// Thread-compatible: the dispatcher calls it under its mutex.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "proto/journal.pb.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+
+class SplitReceipts {
+ public:
+  // Merges a reader's receipt of one split into the iteration's; true once the split is complete
+  // (its end seen, and every element up to it received by some reader).
+  bool Add(int64_t iteration_id, const SplitReceipt& receipt);
+  // What readers have of the split so far (empty when nothing), as skip ranges.
+  SkipRanges Received(int64_t iteration_id, int64_t epoch, int64_t split) const;
+  // The split was confirmed (or is otherwise settled): its receipts are no longer needed.
+  void Forget(int64_t iteration_id, int64_t epoch, int64_t split);
+
+  // A task of the iteration was lost, or the dispatcher restarted with splits in the pool: splits
+  // wait until every one of `clients` has reported clean (see above).
+  void StartBarrier(int64_t iteration_id, const std::set<int64_t>& clients);
+  // A client's heartbeat, after its receipts were added: `clean` when everything it has in flight
+  // is from live tasks of the iteration.
+  void ClientReported(int64_t iteration_id, int64_t client_id, bool clean);
+  // The client left (released, or timed out): nothing more will come from it.
+  void ClientGone(int64_t iteration_id, int64_t client_id);
+  // Whether the iteration's pooled splits may be handed out.
+  bool MayReissue(int64_t iteration_id) const;
+  // Whether a barrier was ever started for the iteration in this process (a restarted dispatcher
+  // starts one before it hands out pooled splits).
+  bool HasBarrierState(int64_t iteration_id) const { return barriers_.contains(iteration_id); }
+  void ForgetIteration(int64_t iteration_id);
+
+  // Splits with receipts held, over all iterations (for tests and status).
+  size_t size() const;
+
+ private:
+  struct Split {
+    std::map<int64_t, int64_t> ranges;  // begin -> end, half-open, disjoint, not adjacent
+    std::optional<int64_t> count;
+  };
+  using SplitKey = std::pair<int64_t, int64_t>;          // (epoch, split)
+  std::map<int64_t, std::map<SplitKey, Split>> splits_;  // by iteration
+  // Per iteration: the clients a barrier waits for, and how many heartbeats each sent since it began.
+  std::map<int64_t, std::map<int64_t, int>> barriers_;
+};
+
+}  // namespace tfdata::service
