@@ -2,11 +2,16 @@
 # Chaos run: a reader reads a distributed_epoch job while workers and the fault-tolerant
 # dispatcher are killed (SIGKILL) and restarted at random. At the end it reports the elements
 # delivered, duplicates (must be 0), missing elements and the splits the reader counted lost, and
-# any process that died on its own (a crash). Usage: bench/chaos.sh [SECONDS] [WORKERS].
+# any process that died on its own (a crash). Usage: bench/chaos.sh [--exactly-once] [SECONDS] [WORKERS]
+# [SEED]. With --exactly-once the read asks for exactly-once delivery, over a pipeline with a seeded
+# shuffle and a batch, and the run also fails on any missing element.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+exactly_once=0
+if [ "${1:-}" = "--exactly-once" ]; then exactly_once=1; shift; fi
 seconds="${1:-120}"
 nworkers="${2:-3}"
+RANDOM="${3:-$$}"  # the seed of the kill schedule
 scripts/build.sh >/dev/null || exit 1
 bin=./build/tfdata
 tmp=$(mktemp -d)
@@ -31,8 +36,17 @@ start_worker() {  # $1: slot
 start_dispatcher
 for i in $(seq "$nworkers"); do start_worker "$i"; done
 sleep 1
-echo "op { range { stop: $n } } op { map { fn { sleep { micros: 200 } } } }" >"$tmp/p.pbtxt"
-$bin read --dispatcher "127.0.0.1:$port" "$tmp/p.pbtxt" --mode distributed_epoch >"$tmp/out" 2>"$tmp/reader.log" &
+if [ $exactly_once -eq 1 ]; then
+  echo "op { range { stop: $n } } op { map { fn { sleep { micros: 200 } } } }" \
+    "op { shuffle { buffer_size: 64 seed: 7 } } op { batch { batch_size: 8 } }" >"$tmp/p.pbtxt"
+  read_flags="--exactly-once"
+else
+  echo "op { range { stop: $n } } op { map { fn { sleep { micros: 200 } } } }" >"$tmp/p.pbtxt"
+  read_flags=""
+fi
+# shellcheck disable=SC2086
+$bin read --dispatcher "127.0.0.1:$port" "$tmp/p.pbtxt" --mode distributed_epoch $read_flags \
+  >"$tmp/out" 2>"$tmp/reader.log" &
 rpid=$!
 
 kills_w=0; kills_d=0; crashes=0
@@ -54,12 +68,18 @@ while [ $SECONDS -lt $end ] && kill -0 $rpid 2>/dev/null; do
   fi
 done
 # Let the read finish (a worker that joins late takes the remaining splits).
+hung=0
+for _ in $(seq 1800); do kill -0 $rpid 2>/dev/null || break; sleep 0.1; done
+if kill -0 $rpid 2>/dev/null; then hung=1; echo "the read did not finish within 180 s of the last kill"; kill -9 $rpid; fi
 wait $rpid; rc=$?
-delivered=$(wc -l <"$tmp/out")
-duplicates=$(sort -n "$tmp/out" | uniq -d | wc -l)
-echo "chaos: ${seconds}s, $nworkers workers; killed workers $kills_w times, the dispatcher $kills_d times"
+# One value per line (batches are printed as "[a b c]").
+tr -d '[]' <"$tmp/out" | tr ' ' '\n' | grep -v '^$' >"$tmp/values"
+delivered=$(wc -l <"$tmp/values")
+duplicates=$(sort -n "$tmp/values" | uniq -d | wc -l)
+echo "chaos: ${seconds}s, $nworkers workers$([ $exactly_once -eq 1 ] && echo ", exactly once"); killed workers $kills_w times, the dispatcher $kills_d times"
 echo "reader exit code $rc; summary: $(grep -E '^[0-9]+ elements' "$tmp/reader.log" | tail -1)"
 echo "elements: $n in the epoch, $delivered delivered, $duplicates duplicated, $((n - delivered + duplicates)) missing"
 echo "processes that died on their own (crashes): $crashes"
 grep -h -i "sanitizer\|assert\|terminate" "$tmp"/*.log | head -5
-[ "$duplicates" -eq 0 ] && [ "$crashes" -eq 0 ]
+missing=$((n - delivered + duplicates))
+[ "$duplicates" -eq 0 ] && [ "$crashes" -eq 0 ] && [ "$hung" -eq 0 ] && { [ $exactly_once -eq 0 ] || { [ "$missing" -eq 0 ] && [ "$rc" -eq 0 ]; }; }

@@ -216,7 +216,7 @@ std::string DroppedSummary(const service::Reader& reader) {
 }
 
 int ReadExitCode(int code, const service::Reader& reader) {
-  if (code != kExitOk || reader.tasks_dropped() == 0) return code;
+  if (code != kExitOk || service::DescribeReadLoss(reader).empty()) return code;
   fmt::print(stderr, "tfdata: warning: the read lost data:{}; exit code {}\n", DroppedSummary(reader),
              static_cast<int>(kExitPartialLoss));
   return kExitPartialLoss;

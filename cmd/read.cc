@@ -24,6 +24,7 @@ struct ReadFlags {
   int num_consumers = 0;
   int consumer_index = 0;
   bool cross_trainer_cache = false;
+  bool exactly_once = false;
   std::string trainer_id;
   std::string target_workers = "auto";
   std::string worker_tag;
@@ -63,6 +64,10 @@ int RunRead(const ReadFlags& f) {
   }
   if (!f.cross_trainer_cache && !f.trainer_id.empty())
     return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
+  if (f.exactly_once && *mode != service::DISTRIBUTED_EPOCH)
+    return Fail("--exactly-once needs --mode distributed_epoch", kExitUsage);
+  if (f.exactly_once && f.num_consumers > 0)
+    return Fail("--exactly-once and coordinated reads (--num-consumers) cannot be combined", kExitUsage);
   // The dispatcher client and the data plane's clients (made by the reader) use it.
   if (auto st = ApplyClientSecurityFlags(f.security); !st.ok()) return Fail(st, kExitUsage);
 
@@ -109,6 +114,7 @@ int RunRead(const ReadFlags& f) {
   options.mode = *mode;
   options.job_name = f.job_name;
   options.max_outstanding_requests = f.max_outstanding_requests;
+  options.exactly_once = f.exactly_once;
   auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address));
   if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
   if (!(*reader)->warning().empty()) fmt::print(stderr, "tfdata: warning: {}\n", (*reader)->warning());
@@ -116,7 +122,12 @@ int RunRead(const ReadFlags& f) {
       [&](Element* e) { return (*reader)->Next(e); }, f.output,
       [&] {
         const int64_t skipped = (*reader)->elements_skipped();
+        const int64_t redone = (*reader)->exactly_once() ? (*reader)->tasks_dropped() : 0;
         return DroppedSummary(**reader) +
+               (redone == 0 ? std::string()
+                            : fmt::format(" ({} task(s) lost with their workers; their splits were produced again "
+                                          "elsewhere, {} duplicate(s) dropped)",
+                                          redone, (*reader)->duplicates_dropped())) +
                (skipped == 0 ? std::string()
                              : fmt::format(" ({} element(s) skipped: this trainer fell behind the cross-trainer cache "
                                            "window)",
@@ -151,6 +162,9 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
                 "Share the job's elements with other trainers (needs --job-name and --trainer-id): each trainer reads "
                 "the whole stream from the workers' sliding windows");
   sub->add_option("--trainer-id", f->trainer_id, "Cross-trainer cache: this trainer's name");
+  sub->add_flag("--exactly-once", f->exactly_once,
+                "distributed_epoch: every element once even when workers die (their splits are produced again "
+                "elsewhere); each split goes through the pipeline on its own, so shuffles need a seed");
   sub->add_option("--target-workers", f->target_workers,
                   "Which workers to read from: any; local (in this process or on this host); auto (local when this "
                   "process runs a worker, else any)")

@@ -487,3 +487,57 @@ TEST_CASE("processes: a worker stopped with SIGTERM leaves at once, and later re
   dispatcher.Wait();
   CHECK_THAT(dispatcher.err(), Catch::Contains("left; its 0 task(s) removed"));
 }
+
+TEST_CASE(
+    "processes: exactly-once: workers killed two at once and while the fault-tolerant dispatcher is down, "
+    "every element once, exit 0",
+    "[service][process][journal][exactly_once]") {
+  TempDir dir;
+  const std::string work = dir.Join("work");
+  auto start_dispatcher = [&](const std::string& port, const std::string& log) {
+    return StartFaultTolerantDispatcher(dir, work, port, log, {"--worker-timeout", "1s"});
+  };
+  auto dispatcher = start_dispatcher("0", "d1");
+  const std::string port = WaitForPort(dir.Join("d.port"));
+  const std::string addr = "127.0.0.1:" + port;
+  auto workers = StartWorkers(dir, addr, 4);
+  const int64_t n = 100000;
+  WriteFile(dir.Join("p.pbtxt"),
+            "op { range { stop: 100000 } } op { map { fn { sleep { micros: 100 } } } } "
+            "op { shuffle { buffer_size: 32 seed: 9 } } op { batch { batch_size: 4 } }");
+  Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch", "--exactly-once"},
+                 dir.Join("r"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // Two workers at once, mid-split.
+  workers[0]->Signal(SIGKILL);
+  workers[1]->Signal(SIGKILL);
+  workers[0]->Wait();
+  workers[1]->Wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The dispatcher, and a worker while it is down; then a new worker joins.
+  dispatcher->Signal(SIGKILL);
+  dispatcher->Wait();
+  workers[2]->Signal(SIGKILL);
+  workers[2]->Wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::remove(dir.Join("d.port").c_str());
+  dispatcher = start_dispatcher(port, "d2");
+  WaitForPort(dir.Join("d.port"));
+  std::remove(dir.Join("w0.port").c_str());  // the new worker writes its own
+  auto late = StartWorkers(dir, addr, 1);
+  INFO(reader.err());
+  REQUIRE(reader.Wait() == 0);
+  std::map<int64_t, int> counts;
+  std::istringstream lines(reader.out());
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream values(line.substr(1, line.size() - 2));  // "[a b c d]"
+    for (int64_t v; values >> v;) ++counts[v];
+  }
+  int64_t duplicates = 0;
+  for (const auto& [v, c] : counts) duplicates += c > 1;
+  CHECK(duplicates == 0);
+  CHECK(static_cast<int64_t>(counts.size()) == n);
+  CHECK(counts.begin()->first == 0);
+  CHECK(counts.rbegin()->first == n - 1);
+  CHECK_THAT(reader.err(), Catch::Contains("task(s) lost with their workers; their splits were produced again"));
+}

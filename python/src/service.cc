@@ -157,9 +157,13 @@ class ReaderSource : public ElementSource {
   }
   void Close() override { reader_->Close(); }
   std::vector<std::pair<std::string, int64_t>> Stats() const override {
-    return {{"tasks", reader_->num_tasks()},         {"tasks_dropped", reader_->tasks_dropped()},
-            {"splits_lost", reader_->splits_lost()}, {"elements_skipped", reader_->elements_skipped()},
-            {"job_id", reader_->job_id()},           {"client_id", reader_->client_id()}};
+    return {{"tasks", reader_->num_tasks()},
+            {"tasks_dropped", reader_->tasks_dropped()},
+            {"splits_lost", reader_->splits_lost()},
+            {"elements_skipped", reader_->elements_skipped()},
+            {"job_id", reader_->job_id()},
+            {"client_id", reader_->client_id()},
+            {"duplicates_dropped", reader_->duplicates_dropped()}};
   }
   std::string warning() const override { return reader_->warning(); }
   std::string loss() const override { return service::DescribeReadLoss(*reader_); }
@@ -226,7 +230,7 @@ nb::tuple DatasetInfo(const std::string& address, const std::string& dataset_id)
 ElementIterator* OpenReader(const std::string& address, const std::string& dataset_id, int mode,
                             const std::string& job_name, int num_consumers, int consumer_index,
                             int max_outstanding_requests, int target_workers, const std::string& worker_tag,
-                            const std::string& trainer_id, const std::string& protocol,
+                            const std::string& trainer_id, const std::string& protocol, bool exactly_once,
                             std::optional<std::vector<std::string>> names) {
   if (!service::ProcessingMode_IsValid(mode) || mode == 0) throw nb::value_error("unknown processing mode");
   if (max_outstanding_requests < 1) throw nb::value_error("max_outstanding_requests must be at least 1");
@@ -264,6 +268,7 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
       options.cross_trainer_cache = !trainer_id.empty();
       options.trainer_id = trainer_id;
       options.protocol = protocol;
+      options.exactly_once = exactly_once;
       auto reader = service::Reader::Create(options, std::move(client));
       if (reader.ok()) source = std::make_unique<ReaderSource>(*std::move(reader));
       else error = reader.status();
@@ -304,7 +309,7 @@ void BindService(nb::module_& m) {
   m.def("dataset_info", &DatasetInfo, "address"_a, "dataset_id"_a);
   m.def("open_reader", &OpenReader, "address"_a, "dataset_id"_a, "mode"_a, "job_name"_a, "num_consumers"_a,
         "consumer_index"_a, "max_outstanding_requests"_a, "target_workers"_a, "worker_tag"_a, "trainer_id"_a,
-        "protocol"_a, "names"_a.none(), nb::rv_policy::take_ownership);
+        "protocol"_a, "exactly_once"_a, "names"_a.none(), nb::rv_policy::take_ownership);
 }
 
 }  // namespace tfdata::python

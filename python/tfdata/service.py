@@ -108,7 +108,7 @@ class DistributedDataset:
 
     def __init__(self, service, dataset_id, mode, job_name, consumer_index, num_consumers,
                  max_outstanding_requests, data_transfer_protocol, cross_trainer_cache, target_workers,
-                 worker_tag, element_spec):
+                 worker_tag, element_spec, exactly_once=False):
         self._service = service
         self._dataset_id = dataset_id
         self._mode = mode
@@ -121,6 +121,7 @@ class DistributedDataset:
         self._target_workers = target_workers
         self._worker_tag = worker_tag or ""
         self._given_spec = element_spec
+        self._exactly_once = exactly_once
         self._info = None
 
     def _dataset_info(self):
@@ -161,7 +162,7 @@ class DistributedDataset:
             num_consumers=self._num_consumers, consumer_index=self._consumer_index,
             max_outstanding_requests=self._max_outstanding_requests, target_workers=self._target_workers,
             worker_tag=self._worker_tag, trainer_id=self._trainer_id, protocol=self._protocol,
-            names=None)
+            exactly_once=self._exactly_once, names=None)
         names = self._dataset_info()[2]
         if names:
             it._set_names(list(names))
@@ -195,7 +196,7 @@ def _positive_int(value, where, default):
 def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job_name=None,
                     consumer_index=None, num_consumers=None, max_outstanding_requests=None,
                     data_transfer_protocol=None, cross_trainer_cache=None, target_workers="AUTO",
-                    worker_tag=None):
+                    worker_tag=None, exactly_once=False):
     """Reads a registered dataset: returns a DistributedDataset to iterate.
 
     processing_mode: "parallel_epochs" / ShardingPolicy.OFF (every worker runs the whole pipeline),
@@ -208,6 +209,10 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
     target_workers: "AUTO", "ANY" or "LOCAL" (workers in this process or on this host).
     worker_tag: read only from workers started with this tag.
     data_transfer_protocol: "grpc" (default) or "local" (workers in this process, no copies).
+    exactly_once: distributed_epoch only: every element once per epoch even when workers die (a
+      lost worker's splits are produced again elsewhere; docs/guarantees.md). Each split goes
+      through the pipeline on its own, so the pipeline must be deterministic per split (seeded
+      shuffles) and have no take/skip/shard/cache after its source: the error names the op.
     """
     mode = _mode(processing_mode)
     address = _address(service)
@@ -242,15 +247,21 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
         raise ValueError(f"data_transfer_protocol: {data_transfer_protocol!r} is not one of 'grpc', 'local'")
     if worker_tag is not None and not isinstance(worker_tag, str):
         raise TypeError(f"worker_tag: expected a str, got {type(worker_tag).__name__}")
+    if not isinstance(exactly_once, bool):
+        raise TypeError(f"exactly_once: expected a bool, got {type(exactly_once).__name__}")
+    if exactly_once and mode != ShardingPolicy.DYNAMIC:
+        raise ValueError("exactly_once needs processing_mode distributed_epoch")
+    if exactly_once and num_consumers is not None:
+        raise ValueError("exactly_once and coordinated reads (num_consumers) do not go together")
     return DistributedDataset(
         address, dataset_id, mode, job_name, consumer_index, num_consumers,
         _positive_int(max_outstanding_requests, "max_outstanding_requests", 4), protocol, cross_trainer_cache,
-        _TARGET_WORKERS[target_workers.lower()], worker_tag, element_spec)
+        _TARGET_WORKERS[target_workers.lower()], worker_tag, element_spec, exactly_once)
 
 
 def distribute(processing_mode, service, job_name=None, consumer_index=None, num_consumers=None,
                max_outstanding_requests=None, data_transfer_protocol=None, compression="AUTO",
-               cross_trainer_cache=None, target_workers="AUTO", worker_tag=None):
+               cross_trainer_cache=None, target_workers="AUTO", worker_tag=None, exactly_once=False):
     """Registers and reads in one step, as a transformation for ``pipeline.apply(...)``.
 
     Takes the arguments of from_dataset_id and register_dataset's compression; returns a function
@@ -268,5 +279,5 @@ def distribute(processing_mode, service, job_name=None, consumer_index=None, num
                                max_outstanding_requests=max_outstanding_requests,
                                data_transfer_protocol=data_transfer_protocol,
                                cross_trainer_cache=cross_trainer_cache, target_workers=target_workers,
-                               worker_tag=worker_tag)
+                               worker_tag=worker_tag, exactly_once=exactly_once)
     return _apply

@@ -284,7 +284,16 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
   for (HeldResponse& h : ts.held) h.waiting_for.erase(request);
   if (!result.ok()) {
     if (IsTransportError(result.status())) {
-      if (++ts.failures >= kMaxFailures && !ts.ended) {
+      if (++ts.failures >= kMaxFailures && !ts.ended && options_.exactly_once) {
+        // Exactly once: what the task holds is reachable only through its worker, so the reader
+        // keeps asking until the dispatcher removes the task (its splits then go to other
+        // workers). The dispatcher hears of the failures, to suspect the worker.
+        if (ts.failures == kMaxFailures) {
+          spdlog::warn("reader: {} on worker {} is unreachable; retrying until the dispatcher declares it lost: {}",
+                       TaskName(task_id), ts.address, result.status().ToString());
+          unreported_.insert(ts.address);
+        }
+      } else if (ts.failures >= kMaxFailures && !ts.ended) {
         if (FirstGiveUp(ts.address)) {
           spdlog::warn("reader: giving up {} on worker {}: {}", TaskName(task_id), ts.address,
                        result.status().ToString());
@@ -295,7 +304,7 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
         DropLocked(ts);
         unreported_.insert(ts.address);
       }
-      ts.retry_after = absl::Now() + absl::Milliseconds(50 * ts.failures);
+      ts.retry_after = absl::Now() + absl::Milliseconds(50 * std::min(ts.failures, 20));
     } else if (absl::IsNotFound(result.status())) {
       // The worker has not heard of the task yet (it learns of it at its next heartbeat).
       ts.retry_after = absl::Now() + absl::Milliseconds(20);

@@ -58,8 +58,9 @@ struct ReaderOptions {
   bool cross_trainer_cache = false;
   std::string trainer_id;
   // distributed_epoch: each split processed on its own, elements with their positions, and an
-  // element this reader already has dropped (GetOrCreateJobRequest.exactly_once). Not yet the
-  // whole guarantee: lost splits are not re-issued yet (docs/development.md, issue 19).
+  // element this reader already has dropped (GetOrCreateJobRequest.exactly_once); a lost
+  // worker's splits are produced again by others, and the reader keeps asking an unreachable
+  // worker until the dispatcher declares it lost (docs/guarantees.md).
   bool exactly_once = false;
   // With a filter that matches none of the job's workers, how long to wait for a matching one
   // before failing.
@@ -89,6 +90,7 @@ class Reader : private JobMembership {
   void Close();
 
   int64_t job_id() const { return job_id_; }
+  bool exactly_once() const { return options_.exactly_once; }
   int64_t client_id() const { return client_id_; }
   // Non-empty when the dispatcher warned (e.g. the named job had already finished).
   const std::string& warning() const { return warning_; }
