@@ -159,3 +159,40 @@ TEST_CASE("splits: a bad split is an error, not a crash", "[splits]") {
   const auto t = ParsedPipeline("op { tfrecord { file: ['x'] } }");
   CHECK(absl::IsInvalidArgument(SourcePipelineForSplit(t.op(0), service::Split()).status()));
 }
+
+TEST_CASE("splits: a plan survives its journal record, and a corrupt record is an error", "[splits]") {
+  for (const char* text : {"op { range { stop: 1000 } }",
+                           "op { concatenate { input { op { range { stop: 10 } } } "
+                           "input { op { from_tensor_slices { tensor { dtype: INT64 shape: 3 int_values: [1, 2, 3] } } "
+                           "} } } }"}) {
+    INFO(text);
+    auto plan = SplitPlan::Create(ParsedPipeline(text), BuildOptions{});
+    REQUIRE(plan.ok());
+    auto back = SplitPlan::FromRecord(plan->ToRecord());
+    REQUIRE(back.ok());
+    REQUIRE(back->num_splits() == plan->num_splits());
+    for (int64_t i = 0; i < plan->num_splits(); ++i)
+      CHECK(back->Get(i).ShortDebugString() == plan->Get(i).ShortDebugString());
+  }
+  service::SplitPlanRecord files;
+  files.set_kind(service::SplitPlanRecord::FILES);
+  files.add_files("/data/a");
+  files.add_files("/data/b");
+  auto from_files = SplitPlan::FromRecord(files);
+  REQUIRE(from_files.ok());
+  CHECK(from_files->Get(1).file() == "/data/b");
+  service::SplitPlanRecord bad;
+  bad.set_kind(service::SplitPlanRecord::ELEMENTS);
+  bad.set_elements(10);  // split_size 0
+  CHECK(absl::IsDataLoss(SplitPlan::FromRecord(bad).status()));
+  bad.set_kind(static_cast<service::SplitPlanRecord::Kind>(7));
+  CHECK(absl::IsDataLoss(SplitPlan::FromRecord(bad).status()));
+  service::SplitPlanRecord deep;
+  deep.set_kind(service::SplitPlanRecord::CONCATENATE);
+  service::SplitPlanRecord* at = &deep;
+  for (int i = 0; i < 100; ++i) {
+    at = at->add_inputs();
+    at->set_kind(service::SplitPlanRecord::CONCATENATE);
+  }
+  CHECK(absl::IsDataLoss(SplitPlan::FromRecord(deep).status()));
+}

@@ -1,6 +1,8 @@
 #include "lib/pipeline/splits.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
 
 #include "fmt/format.h"
 #include "lib/core/status_macros.h"
@@ -101,6 +103,60 @@ absl::StatusOr<SplitPlan> SplitPlan::ForOp(const Op& op, const BuildOptions& opt
                           "it is not a splittable source (range, from_tensor_slices, list_files, tfrecord, "
                           "text_line, zip, concatenate)");
   }
+}
+
+service::SplitPlanRecord SplitPlan::ToRecord() const {
+  service::SplitPlanRecord r;
+  switch (kind_) {
+    case Kind::kElements:
+      r.set_kind(service::SplitPlanRecord::ELEMENTS);
+      r.set_elements(elements_);
+      r.set_split_size(split_size_);
+      break;
+    case Kind::kFiles:
+      r.set_kind(service::SplitPlanRecord::FILES);
+      for (const std::string& f : files_) r.add_files(f);
+      break;
+    case Kind::kConcatenate:
+      r.set_kind(service::SplitPlanRecord::CONCATENATE);
+      for (const SplitPlan& p : inputs_) *r.add_inputs() = p.ToRecord();
+      break;
+  }
+  return r;
+}
+
+absl::StatusOr<SplitPlan> SplitPlan::FromRecord(const service::SplitPlanRecord& record) {
+  // Pipelines nest at most kMaxPipelineDepth deep; a deeper record is corrupt.
+  std::function<absl::StatusOr<SplitPlan>(const service::SplitPlanRecord&, int)> from =
+      [&](const service::SplitPlanRecord& r, int depth) -> absl::StatusOr<SplitPlan> {
+    if (depth > 64) return absl::DataLossError("split plan record: nested too deep");
+    SplitPlan plan;
+    switch (r.kind()) {
+      case service::SplitPlanRecord::ELEMENTS:
+        if (r.elements() < 0 || r.split_size() < 1) {
+          return absl::DataLossError(
+              fmt::format("split plan record: {} elements in splits of {}", r.elements(), r.split_size()));
+        }
+        plan.kind_ = Kind::kElements;
+        plan.elements_ = r.elements();
+        plan.split_size_ = r.split_size();
+        return plan;
+      case service::SplitPlanRecord::FILES:
+        plan.kind_ = Kind::kFiles;
+        plan.files_.assign(r.files().begin(), r.files().end());
+        return plan;
+      case service::SplitPlanRecord::CONCATENATE:
+        plan.kind_ = Kind::kConcatenate;
+        for (const service::SplitPlanRecord& input : r.inputs()) {
+          TFD_ASSIGN_OR_RETURN(SplitPlan sub, from(input, depth + 1));
+          plan.inputs_.push_back(std::move(sub));
+        }
+        return plan;
+      default:
+        return absl::DataLossError(fmt::format("split plan record: unknown kind {}", static_cast<int>(r.kind())));
+    }
+  };
+  return from(record, 0);
 }
 
 int64_t SplitPlan::num_splits() const {

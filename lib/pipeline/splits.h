@@ -46,6 +46,11 @@ class SplitPlan {
   // The split at `index` (0 <= index < num_splits()), its `index` field set.
   service::Split Get(int64_t index) const;
 
+  // The plan as a record (for the journal), and back. FromRecord checks the record (DataLoss
+  // naming what is wrong): a journal is read back after a crash.
+  service::SplitPlanRecord ToRecord() const;
+  static absl::StatusOr<SplitPlan> FromRecord(const service::SplitPlanRecord& record);
+
  private:
   enum class Kind { kElements, kFiles, kConcatenate };
   static absl::StatusOr<SplitPlan> ForOp(const pipeline::Op& op, const BuildOptions& options, const std::string& where);

@@ -125,6 +125,8 @@ absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest&
   c->set_num_consumers(req.num_consumers());
   c->set_cross_trainer_cache(req.cross_trainer_cache());
   c->set_exactly_once(req.exactly_once());
+  // The plan goes into the journal: a restart must not list a list_files directory again.
+  if (plan) *c->mutable_split_plan() = plan->ToRecord();
   TFD_RETURN_IF_ERROR(ApplyLocked(u));
   const DispatcherState::Job* job = state_.FindJob(c->job_id());
   if (plan) split_plans_.emplace(job->id, *std::move(plan));

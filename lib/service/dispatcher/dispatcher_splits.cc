@@ -21,8 +21,12 @@ absl::StatusOr<const SplitPlan*> Dispatcher::SplitPlanLocked(int64_t job_id) {
   auto it = split_plans_.find(job_id);
   if (it != split_plans_.end()) return &it->second;
   const auto* job = state_.FindJob(job_id);
+  // The plan made at the job's creation, from the journal; made again only for jobs journaled
+  // before plans were.
   TFD_ASSIGN_OR_RETURN(SplitPlan plan,
-                       SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, config_.build_options));
+                       job->split_plan
+                           ? SplitPlan::FromRecord(*job->split_plan)
+                           : SplitPlan::Create(state_.FindDataset(job->dataset_id)->pipeline, config_.build_options));
   return &split_plans_.emplace(job_id, std::move(plan)).first->second;
 }
 

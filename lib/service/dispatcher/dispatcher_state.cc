@@ -29,6 +29,7 @@ auto* Find(Map& map, const Key& key) {
 // clang-format off
 #define TFD_DATASET_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(fingerprint) MESSAGE(pipeline) SCALAR(compression)
+// By hand: split_plan (optional).
 #define TFD_JOB_FIELDS(SCALAR, MESSAGE, REPEATED) \
   SCALAR(id) SCALAR(dataset_id) SCALAR(mode) SCALAR(name) REPEATED(iterations) SCALAR(num_consumers) \
   SCALAR(cross_trainer_cache) SCALAR(exactly_once)
@@ -145,6 +146,7 @@ absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
     return Inconsistent("exactly-once job not in distributed_epoch");
   jobs_[u.job_id()] = Job{u.job_id(),        u.dataset_id(),          u.mode(),        u.job_name(), {},
                           u.num_consumers(), u.cross_trainer_cache(), u.exactly_once()};
+  if (u.has_split_plan()) jobs_[u.job_id()].split_plan = u.split_plan();
   if (!u.job_name().empty()) job_by_name_[u.job_name()] = u.job_id();
   ++next_job_id_;
   return absl::OkStatus();
@@ -411,7 +413,11 @@ StateSnapshot DispatcherState::Snapshot() const {
     o->set_address(w);
     for (const std::string& t : tags) o->add_tags(t);
   }
-  for (const auto& [id, j] : jobs_) ToSnapshot(j, *s.add_jobs());
+  for (const auto& [id, j] : jobs_) {
+    auto* o = s.add_jobs();
+    ToSnapshot(j, *o);
+    if (j.split_plan) *o->mutable_split_plan() = *j.split_plan;
+  }
   for (const auto& [id, it] : iterations_) {
     auto* o = s.add_iterations();
     ToSnapshot(it, *o);
@@ -462,6 +468,7 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
   for (const auto& j : s.jobs()) {
     if (!r.datasets_.contains(j.dataset_id())) return Inconsistent("snapshot: job of an unknown dataset");
     FromSnapshot(j, r.jobs_[j.id()]);
+    if (j.has_split_plan()) r.jobs_[j.id()].split_plan = j.split_plan();
     if (!j.name().empty()) r.job_by_name_[j.name()] = j.id();
   }
   for (const auto& i : s.iterations()) {

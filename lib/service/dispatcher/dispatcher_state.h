@@ -49,6 +49,9 @@ class DispatcherState {
     bool cross_trainer_cache = false;
     // distributed_epoch: a lost worker's undelivered splits go back to the pool, not lost.
     bool exactly_once = false;
+    // distributed_epoch: the splits as planned at creation (journals from before it was recorded
+    // have none: the plan is then made again from the pipeline).
+    std::optional<SplitPlanRecord> split_plan;
   };
   // Coordinated reads: a task whose worker was lost stays visible with the round it left the
   // rotation at, so that every consumer computes the same rotation.
