@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# distributed_epoch vs parallel_epochs on a cheap pipeline (range -> batch), one reader, through
-# worker processes: the cost of handing out splits. Prints the summary line of each run and the
+# distributed_epoch (at most once, and exactly once) vs parallel_epochs on a cheap pipeline
+# (range -> batch), one reader, through worker processes: the cost of handing out splits, and of
+# processing each split on its own with positions on the wire. Prints the summary line of each run and the
 # dispatcher's split rate. Usage: bench/distributed.sh [WORKERS] [BATCHES].
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,8 @@ echo 'op { range { stop: 1000000000000 } }' >"$tmp/scalars.pbtxt"
 for p in batch:$batches scalars:$((batches * 10)); do
   name=${p%%:*}; n=${p##*:}
   for _ in 1 2 3; do
-    for mode in parallel_epochs distributed_epoch; do
+    for mode in parallel_epochs distributed_epoch "distributed_epoch --exactly-once"; do
+      # shellcheck disable=SC2086
       line=$($bin read --dispatcher "$addr" "$tmp/$name.pbtxt" --mode $mode --take "$n" --format null 2>&1 | tail -1)
       echo "$name, $mode: $line"
     done

@@ -172,6 +172,13 @@ class Dispatcher {
   // re-issue barrier.
   absl::Status ConfirmReceiptsLocked(const ClientHeartbeatRequest& req, int64_t iteration_id,
                                      ClientHeartbeatResponse* resp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker's report of the split ends its exactly-once task served.
+  void NoteServedEndsLocked(const TaskProgress& progress, const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts splits served to their end but never received in full back in the pool (journaled).
+  absl::Status RequeueStalledLocked(int64_t iteration_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How long after a split's end was served its receipts may still be coming (requests in flight
+  // and answers held for ordering end within a GetElements time-out).
+  static constexpr absl::Duration kStallGrace = absl::Seconds(3);
   // Pooled splits of the iteration wait until every current reader has reported clean.
   void StartReissueBarrierLocked(int64_t iteration_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether an exactly-once epoch may end for a task: no split of it is pooled or held by a live

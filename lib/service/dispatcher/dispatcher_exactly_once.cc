@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/status_macros.h"
+#include "lib/service/common/names.h"
 #include "lib/service/dispatcher/dispatcher.h"
+#include "spdlog/spdlog.h"
 
 namespace tfdata::service {
 
@@ -64,6 +66,54 @@ absl::Status Dispatcher::ConfirmReceiptsLocked(const ClientHeartbeatRequest& req
   bool clean = true;
   for (int64_t t : req.tasks_in_flight()) clean = clean && iteration->tasks.contains(t);
   receipts_.ClientReported(iteration_id, req.client_id(), clean);
+  receipts_.ClientHeard(iteration_id, req.client_id(), iteration->clients);
+  return RequeueStalledLocked(iteration_id);
+}
+
+void Dispatcher::NoteServedEndsLocked(const TaskProgress& progress, const std::string& worker) {
+  const auto* task = state_.FindTask(progress.task_id());
+  if (task == nullptr || task->worker_address != worker || !ExactlyOnceLocked(task->iteration_id)) return;
+  const absl::Time now = absl::Now();
+  for (const SplitReceipt& end : progress.served_ends()) {
+    // Only splits the task still holds: a confirmed one is settled, a requeued one is not its own.
+    for (size_t k = 0; k < task->outstanding_indices.size(); ++k) {
+      if (task->outstanding_epochs[k] == end.epoch() && task->outstanding_indices[k] == end.split()) {
+        receipts_.Served(task->iteration_id, end.epoch(), end.split(), end.count(), now);
+        break;
+      }
+    }
+  }
+}
+
+absl::Status Dispatcher::RequeueStalledLocked(int64_t iteration_id) {
+  const std::vector<std::pair<int64_t, int64_t>> stalled = receipts_.Stalled(iteration_id, absl::Now(), kStallGrace);
+  if (stalled.empty()) return absl::OkStatus();
+  const auto* iteration = state_.FindIteration(iteration_id);
+  std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> by_task;  // (task, epoch) -> splits
+  for (const auto& [epoch, split] : stalled) {
+    for (int64_t t : iteration->tasks) {
+      const auto* task = state_.FindTask(t);
+      for (size_t k = 0; k < task->outstanding_indices.size(); ++k) {
+        if (task->outstanding_epochs[k] == epoch && task->outstanding_indices[k] == split) {
+          by_task[{t, epoch}].push_back(split);
+        }
+      }
+    }
+    receipts_.Unserve(iteration_id, epoch, split);
+  }
+  for (const auto& [task_epoch, splits] : by_task) {
+    Update u;
+    auto* r = u.mutable_requeue_splits();
+    r->set_task_id(task_epoch.first);
+    r->set_epoch(task_epoch.second);
+    for (int64_t s : splits) r->add_indices(s);
+    TFD_RETURN_IF_ERROR(ApplyLocked(u));
+    spdlog::warn(
+        "dispatcher: {} of {}: {} split(s) of epoch {} were served to their end but never received in full "
+        "(a response lost in flight, or a reader that died); they will be produced again",
+        TaskName(task_epoch.first), IterationName(iteration_id), splits.size(), task_epoch.second);
+  }
+  if (!by_task.empty()) StartReissueBarrierLocked(iteration_id);
   return absl::OkStatus();
 }
 

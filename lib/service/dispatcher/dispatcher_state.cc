@@ -100,6 +100,7 @@ absl::Status DispatcherState::Apply(const Update& update) {
     case Update::kSnapshot: return Restore(update.snapshot());
     case Update::kReturnSplits: return ReturnSplits(update.return_splits());
     case Update::kEndSplits: return EndSplits(update.end_splits());
+    case Update::kRequeueSplits: return RequeueSplits(update.requeue_splits());
     case Update::KIND_NOT_SET: break;
   }
   return Inconsistent("empty update record");
@@ -362,6 +363,40 @@ absl::Status DispatcherState::ReturnSplits(const ReturnSplitsUpdate& u) {
     t->last_indices.resize(t->last_indices.size() - n);
     if (!t->last_skips.empty()) t->last_skips.DeleteSubrange(t->last_skips.size() - n, n);
   }
+  std::vector<int64_t>& pool = it->returned_splits[u.epoch()];
+  pool.insert(pool.end(), u.indices().begin(), u.indices().end());
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::RequeueSplits(const RequeueSplitsUpdate& u) {
+  Task* t = Find(tasks_, u.task_id());
+  if (t == nullptr) return Inconsistent("splits requeued from unknown " + TaskName(u.task_id()));
+  Iteration* it = Find(iterations_, t->iteration_id);
+  if (it == nullptr) return Inconsistent("splits requeued from a task of an unknown iteration");
+  const Job* job = Find(jobs_, it->job_id);
+  if (job == nullptr || !job->exactly_once) return Inconsistent("splits requeued in a job that is not exactly-once");
+  // Check all first: a bad record changes nothing.
+  std::vector<size_t> at;
+  for (int64_t index : u.indices()) {
+    size_t k = 0;
+    while (k < t->outstanding_indices.size() &&
+           (t->outstanding_epochs[k] != u.epoch() || t->outstanding_indices[k] != index)) {
+      ++k;
+    }
+    if (k == t->outstanding_indices.size() || std::find(at.begin(), at.end(), k) != at.end()) {
+      return Inconsistent(absl::StrCat("requeue of split ", index, " of epoch ", u.epoch(), " that ",
+                                       TaskName(u.task_id()), " does not hold"));
+    }
+    at.push_back(k);
+  }
+  std::sort(at.rbegin(), at.rend());
+  for (size_t k : at) {
+    t->outstanding_epochs.erase(t->outstanding_epochs.begin() + static_cast<std::ptrdiff_t>(k));
+    t->outstanding_indices.erase(t->outstanding_indices.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  // No longer held: counted with the delivered ones, so that splits_assigned still counts what
+  // the worker received (GetSplits compares it with splits_received to repeat a lost answer).
+  t->splits_delivered += u.indices_size();
   std::vector<int64_t>& pool = it->returned_splits[u.epoch()];
   pool.insert(pool.end(), u.indices().begin(), u.indices().end());
   return absl::OkStatus();

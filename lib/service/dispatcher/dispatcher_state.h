@@ -153,6 +153,7 @@ class DispatcherState {
   absl::Status DeliverSplits(const DeliverSplitsUpdate& u);
   absl::Status ReturnSplits(const ReturnSplitsUpdate& u);
   absl::Status EndSplits(const EndSplitsUpdate& u);
+  absl::Status RequeueSplits(const RequeueSplitsUpdate& u);
   absl::Status Restore(const StateSnapshot& s);
 
   std::map<std::string, Dataset> datasets_;

@@ -101,6 +101,7 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
     spdlog::info("dispatcher: {} of {} finished on worker {}", TaskName(t), IterationName(task->iteration_id), worker);
   }
   for (const TaskProgress& p : req.task_progress()) {
+    if (p.served_ends_size() > 0) NoteServedEndsLocked(p, worker);
     const auto* task = state_.FindTask(p.task_id());
     if (task == nullptr || task->worker_address != worker || p.splits_delivered() <= task->splits_delivered) continue;
     // Exactly-once jobs count what readers confirm (ConfirmReceiptsLocked), not what was served.

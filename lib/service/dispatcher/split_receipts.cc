@@ -22,9 +22,54 @@ bool SplitReceipts::Add(int64_t iteration_id, const SplitReceipt& receipt) {
     s.ranges.emplace(begin, end);
   }
   if (receipt.has_count() && receipt.count() >= 0) s.count = receipt.count();
+  return Complete(s);
+}
+
+bool SplitReceipts::Complete(const Split& s) {
   if (!s.count) return false;
   if (*s.count == 0) return true;
   return s.ranges.size() == 1 && s.ranges.begin()->first == 0 && s.ranges.begin()->second >= *s.count;
+}
+
+void SplitReceipts::Served(int64_t iteration_id, int64_t epoch, int64_t split, int64_t count, absl::Time now) {
+  if (count < 0) return;
+  Split& s = splits_[iteration_id][{epoch, split}];
+  if (!s.count) s.count = count;
+  if (!s.served_at) {
+    s.served_at = now;
+    s.served_round = rounds_[iteration_id].round;
+  }
+}
+
+void SplitReceipts::ClientHeard(int64_t iteration_id, int64_t client_id, const std::set<int64_t>& clients) {
+  Rounds& r = rounds_[iteration_id];
+  r.heard.insert(client_id);
+  for (int64_t c : clients) {
+    if (!r.heard.contains(c)) return;
+  }
+  ++r.round;
+  r.heard.clear();
+}
+
+std::vector<std::pair<int64_t, int64_t>> SplitReceipts::Stalled(int64_t iteration_id, absl::Time now,
+                                                                absl::Duration grace) const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  auto it = splits_.find(iteration_id);
+  auto r = rounds_.find(iteration_id);
+  if (it == splits_.end() || r == rounds_.end()) return out;
+  for (const auto& [key, s] : it->second) {
+    if (s.served_at && now - *s.served_at >= grace && r->second.round >= s.served_round + 2 && !Complete(s)) {
+      out.push_back(key);
+    }
+  }
+  return out;
+}
+
+void SplitReceipts::Unserve(int64_t iteration_id, int64_t epoch, int64_t split) {
+  auto it = splits_.find(iteration_id);
+  if (it == splits_.end()) return;
+  auto s = it->second.find({epoch, split});
+  if (s != it->second.end()) s->second.served_at.reset();
 }
 
 SkipRanges SplitReceipts::Received(int64_t iteration_id, int64_t epoch, int64_t split) const {
@@ -80,6 +125,7 @@ bool SplitReceipts::MayReissue(int64_t iteration_id) const {
 void SplitReceipts::ForgetIteration(int64_t iteration_id) {
   splits_.erase(iteration_id);
   barriers_.erase(iteration_id);
+  rounds_.erase(iteration_id);
 }
 
 size_t SplitReceipts::size() const {

@@ -19,7 +19,9 @@
 #include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
+#include "absl/time/time.h"
 #include "proto/journal.pb.h"
 #include "proto/service.pb.h"
 
@@ -50,6 +52,19 @@ class SplitReceipts {
   bool HasBarrierState(int64_t iteration_id) const { return barriers_.contains(iteration_id); }
   void ForgetIteration(int64_t iteration_id);
 
+  // A worker served the split's end marker (TaskProgress.served_ends): its count is known, and if
+  // the readers' receipts stay incomplete the split is stalled (see Stalled).
+  void Served(int64_t iteration_id, int64_t epoch, int64_t split, int64_t count, absl::Time now);
+  // A client's heartbeat, for the iteration's heartbeat rounds: a round ends when every one of
+  // `clients` has been heard since the last one ended.
+  void ClientHeard(int64_t iteration_id, int64_t client_id, const std::set<int64_t>& clients);
+  // Splits served to their end at least `grace` ago and two heartbeat rounds ago whose receipts
+  // are still incomplete: what is missing will not come (a response lost in flight, or a reader
+  // that died before reporting it). The caller puts them back in the pool.
+  std::vector<std::pair<int64_t, int64_t>> Stalled(int64_t iteration_id, absl::Time now, absl::Duration grace) const;
+  // The split goes out again: its served mark no longer holds (its receipts stay, as skips).
+  void Unserve(int64_t iteration_id, int64_t epoch, int64_t split);
+
   // Splits with receipts held, over all iterations (for tests and status).
   size_t size() const;
 
@@ -57,11 +72,19 @@ class SplitReceipts {
   struct Split {
     std::map<int64_t, int64_t> ranges;  // begin -> end, half-open, disjoint, not adjacent
     std::optional<int64_t> count;
+    std::optional<absl::Time> served_at;  // when a worker reported its end served
+    int64_t served_round = 0;             // the heartbeat round then
   };
+  struct Rounds {
+    int64_t round = 0;
+    std::set<int64_t> heard;  // clients heard in the current round
+  };
+  static bool Complete(const Split& s);
   using SplitKey = std::pair<int64_t, int64_t>;          // (epoch, split)
   std::map<int64_t, std::map<SplitKey, Split>> splits_;  // by iteration
   // Per iteration: the clients a barrier waits for, and how many heartbeats each sent since it began.
   std::map<int64_t, std::map<int64_t, int>> barriers_;
+  std::map<int64_t, Rounds> rounds_;  // by iteration
 };
 
 }  // namespace tfdata::service

@@ -1,6 +1,7 @@
 #include "lib/service/worker/serving_policy.h"
 
 #include <algorithm>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,6 +75,13 @@ class FirstComePolicy final : public ServingPolicy {
       }
       TaskBuffer::Buffered entry = buffer_.PopEntry();
       AddToRuns(entry, result.split_runs);
+      if (entry.split_end) {
+        SplitReceipt& end = served_ends_.emplace_back();
+        end.set_epoch(entry.position.epoch);
+        end.set_split(entry.position.split);
+        end.set_count(entry.position.seq);
+        if (served_ends_.size() > kServedEnds) served_ends_.pop_front();
+      }
       if (!entry.split_end) result.elements.push_back(std::move(entry.element));
     }
     if (buffer_.empty() && buffer_.done()) {
@@ -86,10 +94,17 @@ class FirstComePolicy final : public ServingPolicy {
 
   void AddStats(TaskStats&) override {}
 
+  std::vector<SplitReceipt> ServedEnds() override {
+    absl::MutexLock lock(&buffer_.mu());
+    return {served_ends_.begin(), served_ends_.end()};
+  }
+
  private:
+  static constexpr size_t kServedEnds = 64;
   const int64_t task_id_;
   const bool exactly_once_;
   TaskBuffer& buffer_;
+  std::deque<SplitReceipt> served_ends_ ABSL_GUARDED_BY(buffer_.mu());
 };
 
 // Cross-trainer cache: every trainer reads the whole stream from its cursor over the window.

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "lib/service/common/data_transfer.h"
@@ -28,6 +29,9 @@ class ServingPolicy {
   virtual absl::StatusOr<GetElementsResult> Serve(const GetElementsRequest& req) = 0;
   // Adds the policy's counters to `stats`.
   virtual void AddStats(TaskStats& stats) = 0;
+  // Exactly-once tasks: the splits whose end was served lately, oldest first (see
+  // TaskProgress.served_ends).
+  virtual std::vector<SplitReceipt> ServedEnds() { return {}; }
 };
 
 // The policy `def` asks for, serving from `buffer`. `config` must outlive the policy.

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -58,6 +59,8 @@ class Task {
   // been served, splits before the t-th are delivered (exact for pipelines that do not hold
   // elements back across splits, e.g. shuffle). At the end of the stream, all of them.
   int64_t SplitsDelivered();
+  // Exactly-once tasks: the splits whose end was served lately (TaskProgress.served_ends).
+  std::vector<SplitReceipt> ServedEnds() { return policy_->ServedEnds(); }
 
   // `remote_peer`: the request came from another host (COMPRESSION_AUTO compresses only then).
   absl::StatusOr<GetElementsResult> Get(const GetElementsRequest& req, bool remote_peer);

@@ -143,6 +143,9 @@ absl::Status Worker::Heartbeat() {
         TaskProgress* p = req.add_task_progress();
         p->set_task_id(id);
         p->set_splits_delivered(task->SplitsDelivered());
+        if (task->def().exactly_once()) {
+          for (SplitReceipt& end : task->ServedEnds()) *p->add_served_ends() = std::move(end);
+        }
       }
     }
   }
