@@ -45,12 +45,23 @@ void JobMembership::Leave() {
 
 void JobMembership::HeartbeatLoop() {
   bool failing = false;
+  absl::Time last = absl::Now();
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !error_.ok() || DoneLocked(); };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop), heartbeat_interval_)) return;
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return closed_ || !error_.ok() || DoneLocked() || heartbeat_soon_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_interval_ - (absl::Now() - last));
+      if (stop()) return;
+      // Asked early: not sooner than kMinHeartbeatGap after the last one.
+      if (const absl::Duration gap = absl::Now() - last; gap < kMinHeartbeatGap) {
+        if (mu_.AwaitWithTimeout(absl::Condition(&stop), kMinHeartbeatGap - gap)) return;
+      }
+      heartbeat_soon_ = false;
     }
+    last = absl::Now();
     absl::Status st = HeartbeatOnce();
     if (!st.ok() && !failing) spdlog::warn("{}: {}", heartbeat_failed_, st.ToString());
     failing = !st.ok();

@@ -62,6 +62,11 @@ class JobMembership {
   mutable absl::Mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // ends the read
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Set by the reader for a heartbeat before the interval is up (at most one per
+  // kMinHeartbeatGap): an exactly-once reader reports a split's end at once, since a worker waits
+  // on it to end the epoch.
+  bool heartbeat_soon_ ABSL_GUARDED_BY(mu_) = false;
+  static constexpr absl::Duration kMinHeartbeatGap = absl::Milliseconds(10);
 
  private:
   void HeartbeatLoop();

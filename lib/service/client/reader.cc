@@ -331,8 +331,13 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
     return a.result.first_index < b.result.first_index;
   });
   size_t released = 0;
-  for (; released < ts.held.size() && (all || ts.held[released].waiting_for.empty()); ++released) {
+  // A response that starts where the delivered stream ends cannot be preceded by anything in
+  // flight either: it goes at once, without waiting for a long poll to time out.
+  for (; released < ts.held.size() &&
+         (all || ts.held[released].waiting_for.empty() || ts.held[released].result.first_index == ts.delivered_index);
+       ++released) {
     GetElementsResult& r = ts.held[released].result;
+    ts.delivered_index = r.first_index + static_cast<int64_t>(r.elements.size());
     if (r.split_runs.empty()) {
       for (Element& e : r.elements) ReadyLocked(std::move(e));
     } else {
@@ -342,7 +347,10 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
         for (int64_t k = 0; k < run.count(); ++k, ++next) {
           if (ledger_.Receive(run.epoch(), run.split(), run.first_seq() + k)) ReadyLocked(std::move(r.elements[next]));
         }
-        if (run.split_end()) ledger_.End(run.epoch(), run.split(), run.first_seq() + run.count());
+        if (run.split_end()) {
+          ledger_.End(run.epoch(), run.split(), run.first_seq() + run.count());
+          heartbeat_soon_ = true;  // a worker may be waiting on this split's confirmation
+        }
       }
     }
     if (r.end_of_sequence) ts.ended = true;

@@ -125,6 +125,7 @@ class Reader : private JobMembership {
     int64_t next_request = 0;
     std::set<int64_t> in_flight;  // request numbers
     std::vector<HeldResponse> held;
+    int64_t delivered_index = 0;  // the stream index after the last element delivered
     int failures = 0;
     absl::Time retry_after = absl::InfinitePast();
     // As of the last heartbeat; for a dropped task, what was counted lost (raised by later

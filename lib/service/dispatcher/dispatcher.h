@@ -185,7 +185,7 @@ class Dispatcher {
   // task without the readers' confirmation (it could still come back to the pool).
   bool EpochSettledLocked(int64_t iteration_id, int64_t epoch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How long a worker waits before asking again for splits of an epoch that is not settled.
-  static constexpr int32_t kSplitRetryMs = 50;
+  static constexpr int32_t kSplitRetryMs = 10;
   // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).
   absl::StatusOr<const SplitPlan*> SplitPlanLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimeoutLoop();
