@@ -13,9 +13,11 @@ seconds="${1:-120}"
 nworkers="${2:-3}"
 RANDOM="${3:-$$}"  # the seed of the kill schedule
 scripts/build.sh >/dev/null || exit 1
-bin=./build/tfdata
 tmp=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+# A copy: a rebuild during the run must not make a restart fail.
+cp ./build/tfdata "$tmp/tfdata"
+bin="$tmp/tfdata"
 n=$((seconds * 8000))  # elements: about the run's length at 200 us each over the workers
 
 start_dispatcher() {
@@ -23,7 +25,8 @@ start_dispatcher() {
   $bin dispatcher --host 127.0.0.1 --port "${port:-0}" --port-file "$tmp/d.port" --work-dir "$tmp/work" \
     --fault-tolerant --worker-timeout 2s --log-level info 2>>"$tmp/dispatcher.log" >/dev/null &
   dpid=$!
-  while [ ! -s "$tmp/d.port" ]; do sleep 0.05; done
+  for _ in $(seq 200); do [ -s "$tmp/d.port" ] && break; kill -0 $dpid 2>/dev/null || break; sleep 0.05; done
+  if [ ! -s "$tmp/d.port" ]; then echo "the dispatcher did not start; its log:"; tail -3 "$tmp/dispatcher.log"; exit 1; fi
   port=$(cat "$tmp/d.port")
 }
 start_worker() {  # $1: slot
