@@ -33,6 +33,23 @@ std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const 
   return std::make_unique<Process>(args, dir.Join(log));
 }
 
+// `out` is `tfdata read`'s text output of batches ("[a b c d]" per line): CHECKs that it holds
+// each of 0 .. n-1 exactly once.
+void CheckEachOnce(const std::string& out, int64_t n) {
+  std::map<int64_t, int> counts;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream values(line.substr(1, line.size() - 2));
+    for (int64_t v; values >> v;) ++counts[v];
+  }
+  int64_t duplicates = 0;
+  for (const auto& [v, c] : counts) duplicates += c > 1;
+  CHECK(duplicates == 0);
+  CHECK(static_cast<int64_t>(counts.size()) == n);
+  CHECK(counts.begin()->first == 0);
+  CHECK(counts.rbegin()->first == n - 1);
+}
+
 std::map<std::string, int> LineCounts(const std::string& text) {
   std::map<std::string, int> counts;
   size_t start = 0;
@@ -527,17 +544,46 @@ TEST_CASE(
   auto late = StartWorkers(dir, addr, 1);
   INFO(reader.err());
   REQUIRE(reader.Wait() == 0);
-  std::map<int64_t, int> counts;
-  std::istringstream lines(reader.out());
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream values(line.substr(1, line.size() - 2));  // "[a b c d]"
-    for (int64_t v; values >> v;) ++counts[v];
-  }
-  int64_t duplicates = 0;
-  for (const auto& [v, c] : counts) duplicates += c > 1;
-  CHECK(duplicates == 0);
-  CHECK(static_cast<int64_t>(counts.size()) == n);
-  CHECK(counts.begin()->first == 0);
-  CHECK(counts.rbegin()->first == n - 1);
+  CheckEachOnce(reader.out(), n);
   CHECK_THAT(reader.err(), Catch::Contains("task(s) lost with their workers; their splits were produced again"));
+}
+
+TEST_CASE(
+    "processes: exactly-once: the fault-tolerant dispatcher killed while a lost worker's splits wait to go "
+    "out again, every element once",
+    "[service][process][journal][exactly_once]") {
+  TempDir dir;
+  const std::string work = dir.Join("work");
+  auto start_dispatcher = [&](const std::string& port, const std::string& log) {
+    return StartFaultTolerantDispatcher(dir, work, port, log, {"--worker-timeout", "1s", "--log-level", "info"});
+  };
+  auto dispatcher = start_dispatcher("0", "d1");
+  const std::string port = WaitForPort(dir.Join("d.port"));
+  const std::string addr = "127.0.0.1:" + port;
+  auto workers = StartWorkers(dir, addr, 3);
+  const int64_t n = 60000;
+  WriteFile(dir.Join("p.pbtxt"),
+            "op { range { stop: 60000 } } op { map { fn { sleep { micros: 100 } } } } "
+            "op { shuffle { buffer_size: 32 seed: 4 } } op { batch { batch_size: 4 } }");
+  Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch", "--exactly-once"},
+                 dir.Join("r"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  workers[0]->Signal(SIGKILL);
+  workers[0]->Wait();
+  // The moment the dispatcher pools the lost worker's splits, before the readers' reports let them
+  // go out again: kill it there.
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (dispatcher->err().find("go to other workers (exactly once)") == std::string::npos && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  dispatcher->Signal(SIGKILL);
+  dispatcher->Wait();
+  INFO(dispatcher->err());
+  REQUIRE(dispatcher->err().find("go to other workers (exactly once)") != std::string::npos);
+  std::remove(dir.Join("d.port").c_str());
+  dispatcher = start_dispatcher(port, "d2");
+  WaitForPort(dir.Join("d.port"));
+  INFO(reader.err());
+  REQUIRE(reader.Wait() == 0);
+  CheckEachOnce(reader.out(), n);
 }
