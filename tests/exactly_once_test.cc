@@ -131,44 +131,13 @@ namespace {
 std::vector<Element> ReadThroughACrash(TestCluster& cluster, const service::ReaderOptions& options, int readers,
                                        int64_t stop_after, size_t victim,
                                        std::vector<std::unique_ptr<service::Reader>>* rs) {
-  for (int r = 0; r < readers; ++r) {
-    auto reader = cluster.NewReader(options);
-    INFO(reader.status().ToString());
-    REQUIRE(reader.ok());
-    rs->push_back(*std::move(reader));
-  }
-  std::atomic<int64_t> read{0};
-  std::vector<std::vector<Element>> got(readers);
-  std::vector<absl::Status> errors(readers);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < readers; ++r) {
-    threads.emplace_back([&, r] {
-      Element e;
-      while (true) {
-        auto more = (*rs)[r]->Next(&e);
-        if (!more.ok()) {
-          errors[r] = more.status();
-          return;
-        }
-        if (!*more) return;
-        got[r].push_back(e);
-        read.fetch_add(1);
-      }
-    });
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (read.load() < stop_after && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  cluster.StopWorker(victim);
-  for (auto& t : threads) t.join();
-  std::vector<Element> all;
-  for (int r = 0; r < readers; ++r) {
-    INFO(errors[r].ToString());
-    CHECK(errors[r].ok());
-    for (auto& e : got[r]) all.push_back(std::move(e));
-  }
-  return all;
+  return ReadShared(cluster, options, readers, rs, [&](const std::atomic<int64_t>& read) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (read.load() < stop_after && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    cluster.StopWorker(victim);
+  });
 }
 
 std::vector<int64_t> Values(const std::vector<Element>& elements) {

@@ -137,7 +137,8 @@ absl::StatusOr<std::unique_ptr<service::Reader>> TestCluster::NewReader(service:
 }
 
 std::vector<Element> ReadShared(TestCluster& cluster, const service::ReaderOptions& options, int readers,
-                                std::vector<std::unique_ptr<service::Reader>>* readers_out) {
+                                std::vector<std::unique_ptr<service::Reader>>* readers_out,
+                                const std::function<void(const std::atomic<int64_t>& read)>& during) {
   std::vector<std::unique_ptr<service::Reader>> rs;
   for (int r = 0; r < readers; ++r) {
     auto reader = cluster.NewReader(options);
@@ -148,6 +149,7 @@ std::vector<Element> ReadShared(TestCluster& cluster, const service::ReaderOptio
   std::vector<std::vector<Element>> got(readers);
   std::vector<absl::Status> errors(readers);
   std::vector<std::thread> threads;
+  std::atomic<int64_t> read{0};
   for (int r = 0; r < readers; ++r) {
     threads.emplace_back([&, r] {
       Element e;
@@ -159,9 +161,11 @@ std::vector<Element> ReadShared(TestCluster& cluster, const service::ReaderOptio
         }
         if (!*more) return;
         got[r].push_back(e);
+        read.fetch_add(1);
       }
     });
   }
+  if (during) during(read);
   for (auto& t : threads) t.join();
   std::vector<Element> all;
   for (int r = 0; r < readers; ++r) {

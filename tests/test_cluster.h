@@ -3,6 +3,9 @@
 // thread drives it.
 #pragma once
 
+#include <atomic>
+#include <functional>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,8 +70,11 @@ class TestCluster {
 std::vector<Element> ReadAll(service::Reader& reader);
 // Reads with `readers` readers of `options` (give them a job name to share one job), each in its
 // own thread, to the end; CHECKs that none fails. Returns all the elements, reader after reader.
-// `readers_out`, when given, receives the readers (closed) for their counters.
+// `readers_out`, when given, receives the readers (closed) for their counters. `during`, when
+// given, runs on the calling thread while they read, with the count of elements read so far (to
+// stop a worker mid-read, say).
 std::vector<Element> ReadShared(TestCluster& cluster, const service::ReaderOptions& options, int readers,
-                                std::vector<std::unique_ptr<service::Reader>>* readers_out = nullptr);
+                                std::vector<std::unique_ptr<service::Reader>>* readers_out = nullptr,
+                                const std::function<void(const std::atomic<int64_t>& read)>& during = nullptr);
 
 }  // namespace tfdata::testing
