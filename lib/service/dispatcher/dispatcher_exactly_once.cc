@@ -36,7 +36,7 @@ absl::Status Dispatcher::ConfirmReceiptsLocked(const ClientHeartbeatRequest& req
   for (const auto& [epoch, indices] : iteration->returned_splits) {
     for (int64_t i : indices) pooled.insert({epoch, i});
   }
-  auto confirm = [&](int64_t epoch, int64_t split) {
+  auto confirm = [&](int64_t epoch, int64_t split) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     SplitId* id = resp->add_splits_confirmed();
     id->set_epoch(epoch);
     id->set_split(split);
