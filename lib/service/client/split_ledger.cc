@@ -1,35 +1,14 @@
 #include "lib/service/client/split_ledger.h"
 
-#include <iterator>
-
 namespace tfdata::service {
 
 bool SplitLedger::Receive(int64_t epoch, int64_t split, int64_t seq) {
-  std::map<int64_t, int64_t>& ranges = splits_[{epoch, split}].ranges;
-  // The range starting after seq, and the one before it (which may hold seq or end at it).
-  auto next = ranges.upper_bound(seq);
-  if (next != ranges.begin()) {
-    auto prev = std::prev(next);
-    if (seq < prev->second) {
-      ++duplicates_dropped_;
-      return false;
-    }
-    if (seq == prev->second) {
-      prev->second = seq + 1;
-      if (next != ranges.end() && next->first == prev->second) {
-        prev->second = next->second;
-        ranges.erase(next);
-      }
-      return true;
-    }
+  SeqRanges& received = splits_[{epoch, split}].received;
+  if (received.Contains(seq)) {
+    ++duplicates_dropped_;
+    return false;
   }
-  if (next != ranges.end() && next->first == seq + 1) {
-    const int64_t end = next->second;
-    ranges.erase(next);
-    ranges.emplace(seq, end);
-  } else {
-    ranges.emplace(seq, seq + 1);
-  }
+  received.Add(seq, seq + 1);
   return true;
 }
 
@@ -42,7 +21,7 @@ std::vector<SplitReceipt> SplitLedger::Receipts() const {
     SplitReceipt& r = out.emplace_back();
     r.set_epoch(key.first);
     r.set_split(key.second);
-    for (const auto& [begin, end] : s.ranges) {
+    for (const auto& [begin, end] : s.received.ranges()) {
       r.add_range_begins(begin);
       r.add_range_ends(end);
     }

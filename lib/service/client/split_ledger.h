@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/service/common/seq_ranges.h"
 #include "proto/service.pb.h"
 
 namespace tfdata::service {
@@ -37,7 +38,7 @@ class SplitLedger {
 
  private:
   struct Split {
-    std::map<int64_t, int64_t> ranges;  // begin -> end, half-open, disjoint, not adjacent
+    SeqRanges received;
     std::optional<int64_t> count;
   };
   std::map<std::pair<int64_t, int64_t>, Split> splits_;  // by (epoch, split)

@@ -167,6 +167,9 @@ class Dispatcher {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Exactly-once jobs (dispatcher_exactly_once.cc). Whether the iteration's job reads exactly once.
   bool ExactlyOnceLocked(int64_t iteration_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The live task holding each outstanding split of the iteration, by (epoch, split).
+  std::map<std::pair<int64_t, int64_t>, int64_t> HoldersLocked(int64_t iteration_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A reader's heartbeat: adds its receipts up with the other readers', delivers (journaled) the
   // splits they complete, tells it which of its splits are settled, and counts it toward a
   // re-issue barrier.

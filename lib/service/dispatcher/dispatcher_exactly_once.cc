@@ -13,6 +13,17 @@
 
 namespace tfdata::service {
 
+std::map<std::pair<int64_t, int64_t>, int64_t> Dispatcher::HoldersLocked(int64_t iteration_id) const {
+  std::map<std::pair<int64_t, int64_t>, int64_t> holder;
+  for (int64_t t : state_.FindIteration(iteration_id)->tasks) {
+    const auto* task = state_.FindTask(t);
+    for (size_t k = 0; k < task->outstanding_indices.size(); ++k) {
+      holder[{task->outstanding_epochs[k], task->outstanding_indices[k]}] = t;
+    }
+  }
+  return holder;
+}
+
 bool Dispatcher::ExactlyOnceLocked(int64_t iteration_id) const {
   const auto* iteration = state_.FindIteration(iteration_id);
   if (iteration == nullptr) return false;
@@ -25,13 +36,7 @@ absl::Status Dispatcher::ConfirmReceiptsLocked(const ClientHeartbeatRequest& req
   const auto* iteration = state_.FindIteration(iteration_id);
   // Where each split in flight is: held by a live task, or pooled for re-issue. Any other split a
   // reader names is settled (delivered, or never handed out): the reader may forget it.
-  std::map<std::pair<int64_t, int64_t>, int64_t> holder;
-  for (int64_t t : iteration->tasks) {
-    const auto* task = state_.FindTask(t);
-    for (size_t k = 0; k < task->outstanding_indices.size(); ++k) {
-      holder[{task->outstanding_epochs[k], task->outstanding_indices[k]}] = t;
-    }
-  }
+  const std::map<std::pair<int64_t, int64_t>, int64_t> holder = HoldersLocked(iteration_id);
   std::set<std::pair<int64_t, int64_t>> pooled;
   for (const auto& [epoch, indices] : iteration->returned_splits) {
     for (int64_t i : indices) pooled.insert({epoch, i});
@@ -76,11 +81,8 @@ void Dispatcher::NoteServedEndsLocked(const TaskProgress& progress, const std::s
   const absl::Time now = absl::Now();
   for (const SplitReceipt& end : progress.served_ends()) {
     // Only splits the task still holds: a confirmed one is settled, a requeued one is not its own.
-    for (size_t k = 0; k < task->outstanding_indices.size(); ++k) {
-      if (task->outstanding_epochs[k] == end.epoch() && task->outstanding_indices[k] == end.split()) {
-        receipts_.Served(task->iteration_id, end.epoch(), end.split(), end.count(), now);
-        break;
-      }
+    if (task->FindOutstanding(end.epoch(), end.split())) {
+      receipts_.Served(task->iteration_id, end.epoch(), end.split(), end.count(), now);
     }
   }
 }
@@ -88,17 +90,10 @@ void Dispatcher::NoteServedEndsLocked(const TaskProgress& progress, const std::s
 absl::Status Dispatcher::RequeueStalledLocked(int64_t iteration_id) {
   const std::vector<std::pair<int64_t, int64_t>> stalled = receipts_.Stalled(iteration_id, absl::Now(), kStallGrace);
   if (stalled.empty()) return absl::OkStatus();
-  const auto* iteration = state_.FindIteration(iteration_id);
+  const std::map<std::pair<int64_t, int64_t>, int64_t> holder = HoldersLocked(iteration_id);
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> by_task;  // (task, epoch) -> splits
   for (const auto& [epoch, split] : stalled) {
-    for (int64_t t : iteration->tasks) {
-      const auto* task = state_.FindTask(t);
-      for (size_t k = 0; k < task->outstanding_indices.size(); ++k) {
-        if (task->outstanding_epochs[k] == epoch && task->outstanding_indices[k] == split) {
-          by_task[{t, epoch}].push_back(split);
-        }
-      }
-    }
+    if (auto h = holder.find({epoch, split}); h != holder.end()) by_task[{h->second, epoch}].push_back(split);
     receipts_.Unserve(iteration_id, epoch, split);
   }
   for (const auto& [task_epoch, splits] : by_task) {

@@ -378,16 +378,12 @@ absl::Status DispatcherState::RequeueSplits(const RequeueSplitsUpdate& u) {
   // Check all first: a bad record changes nothing.
   std::vector<size_t> at;
   for (int64_t index : u.indices()) {
-    size_t k = 0;
-    while (k < t->outstanding_indices.size() &&
-           (t->outstanding_epochs[k] != u.epoch() || t->outstanding_indices[k] != index)) {
-      ++k;
-    }
-    if (k == t->outstanding_indices.size() || std::find(at.begin(), at.end(), k) != at.end()) {
+    const std::optional<size_t> k = t->FindOutstanding(u.epoch(), index);
+    if (!k || std::find(at.begin(), at.end(), *k) != at.end()) {
       return Inconsistent(absl::StrCat("requeue of split ", index, " of epoch ", u.epoch(), " that ",
                                        TaskName(u.task_id()), " does not hold"));
     }
-    at.push_back(k);
+    at.push_back(*k);
   }
   std::sort(at.rbegin(), at.rend());
   for (size_t k : at) {
@@ -415,17 +411,13 @@ absl::Status DispatcherState::DeliverSplits(const DeliverSplitsUpdate& u) {
   if (t == nullptr) return Inconsistent("delivery report for unknown " + TaskName(u.task_id()));
   if (u.indices_size() > 0) {  // exactly-once: by index, as the readers confirmed them
     for (int64_t index : u.indices()) {
-      size_t k = 0;
-      while (k < t->outstanding_indices.size() &&
-             (t->outstanding_epochs[k] != u.epoch() || t->outstanding_indices[k] != index)) {
-        ++k;
-      }
-      if (k == t->outstanding_indices.size()) {
+      const std::optional<size_t> k = t->FindOutstanding(u.epoch(), index);
+      if (!k) {
         return Inconsistent(absl::StrCat("delivery of split ", index, " of epoch ", u.epoch(), " that ",
                                          TaskName(u.task_id()), " does not hold"));
       }
-      t->outstanding_epochs.erase(t->outstanding_epochs.begin() + static_cast<std::ptrdiff_t>(k));
-      t->outstanding_indices.erase(t->outstanding_indices.begin() + static_cast<std::ptrdiff_t>(k));
+      t->outstanding_epochs.erase(t->outstanding_epochs.begin() + static_cast<std::ptrdiff_t>(*k));
+      t->outstanding_indices.erase(t->outstanding_indices.begin() + static_cast<std::ptrdiff_t>(*k));
       ++t->splits_delivered;
     }
     return absl::OkStatus();

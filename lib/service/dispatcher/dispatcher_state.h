@@ -95,6 +95,13 @@ class DispatcherState {
     // hand-out order: (outstanding_epochs[i], outstanding_indices[i]). What an exactly-once job
     // gives back to the pool when the task's worker is lost.
     std::vector<int64_t> outstanding_epochs, outstanding_indices;
+    // Where split `index` of `epoch` is in the outstanding lists; nullopt when the task does not hold it.
+    std::optional<size_t> FindOutstanding(int64_t epoch, int64_t index) const {
+      for (size_t k = 0; k < outstanding_indices.size(); ++k) {
+        if (outstanding_epochs[k] == epoch && outstanding_indices[k] == index) return k;
+      }
+      return std::nullopt;
+    }
     int64_t starting_round = 0;  // coordinated reads
   };
 

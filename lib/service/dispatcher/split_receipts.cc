@@ -1,35 +1,18 @@
 #include "lib/service/dispatcher/split_receipts.h"
 
 #include <algorithm>
-#include <iterator>
 
 namespace tfdata::service {
 
 bool SplitReceipts::Add(int64_t iteration_id, const SplitReceipt& receipt) {
   Split& s = splits_[iteration_id][{receipt.epoch(), receipt.split()}];
   const int n = std::min(receipt.range_begins_size(), receipt.range_ends_size());
-  for (int i = 0; i < n; ++i) {
-    int64_t begin = receipt.range_begins(i), end = receipt.range_ends(i);
-    if (begin < 0 || end <= begin) continue;  // malformed or empty: nothing to add
-    // Merge [begin, end) with every range it touches.
-    auto it = s.ranges.upper_bound(begin);
-    if (it != s.ranges.begin() && std::prev(it)->second >= begin) --it;
-    while (it != s.ranges.end() && it->first <= end) {
-      begin = std::min(begin, it->first);
-      end = std::max(end, it->second);
-      it = s.ranges.erase(it);
-    }
-    s.ranges.emplace(begin, end);
-  }
+  for (int i = 0; i < n; ++i) s.received.Add(receipt.range_begins(i), receipt.range_ends(i));
   if (receipt.has_count() && receipt.count() >= 0) s.count = receipt.count();
   return Complete(s);
 }
 
-bool SplitReceipts::Complete(const Split& s) {
-  if (!s.count) return false;
-  if (*s.count == 0) return true;
-  return s.ranges.size() == 1 && s.ranges.begin()->first == 0 && s.ranges.begin()->second >= *s.count;
-}
+bool SplitReceipts::Complete(const Split& s) { return s.count && s.received.Covers(*s.count); }
 
 void SplitReceipts::Served(int64_t iteration_id, int64_t epoch, int64_t split, int64_t count, absl::Time now) {
   if (count < 0) return;
@@ -78,7 +61,7 @@ SkipRanges SplitReceipts::Received(int64_t iteration_id, int64_t epoch, int64_t 
   if (it == splits_.end()) return out;
   auto s = it->second.find({epoch, split});
   if (s == it->second.end()) return out;
-  for (const auto& [begin, end] : s->second.ranges) {
+  for (const auto& [begin, end] : s->second.received.ranges()) {
     out.add_begins(begin);
     out.add_ends(end);
   }

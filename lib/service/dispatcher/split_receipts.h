@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "lib/service/common/seq_ranges.h"
 #include "proto/journal.pb.h"
 #include "proto/service.pb.h"
 
@@ -70,7 +71,7 @@ class SplitReceipts {
 
  private:
   struct Split {
-    std::map<int64_t, int64_t> ranges;  // begin -> end, half-open, disjoint, not adjacent
+    SeqRanges received;  // the union of the readers' receipts
     std::optional<int64_t> count;
     std::optional<absl::Time> served_at;  // when a worker reported its end served
     int64_t served_round = 0;             // the heartbeat round then
