@@ -13,7 +13,8 @@
 // dispatcher_workers.cc (WorkerHeartbeat: tasks, leaving, suspicion, lost workers),
 // dispatcher_splits.cc (GetSplits), dispatcher_rounds.cc (coordinated reads' leases),
 // dispatcher_exactly_once.cc (exactly-once jobs: readers' receipts, re-issue barriers). The state
-// each changes: dispatcher_state.cc, one Apply case per journal record.
+// each changes: dispatcher_state.cc (dispatcher_state_splits.cc for the split records), one Apply
+// case per journal record.
 #pragma once
 
 #include <functional>
