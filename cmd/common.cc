@@ -133,7 +133,8 @@ void AddOutputFlags(CLI::App* sub, OutputFlags* flags) {
 }
 
 int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, const OutputFlags& f,
-                  const std::function<std::string()>& summary_suffix) {
+                  const std::function<std::string()>& summary_suffix,
+                  const std::function<absl::Status(int64_t)>& checkpoint, int64_t checkpoint_every) {
   auto format = ParseOutputFormat(f.format);
   if (!format.ok()) return Fail(format.status(), kExitUsage);
   auto writer = MakeElementWriter(*format, f.output);
@@ -143,6 +144,7 @@ int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, con
   RunStats stats(progress);
   Element e;
   int code = kExitOk;
+  bool write_failed = false;  // then what was written is behind what was handed out: no checkpoint
   while (f.take < 0 || stats.elements() < f.take) {
     if (StopRequested()) {
       code = kExitInterrupted;
@@ -156,9 +158,25 @@ int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, con
     if (!*more) break;
     if (auto st = (*writer)->Write(e); !st.ok()) {
       code = Fail(st, kExitRuntimeError);
+      write_failed = true;
       break;
     }
     stats.Add(e);
+    if (checkpoint && checkpoint_every > 0 && stats.elements() % checkpoint_every == 0) {
+      absl::Status st = (*writer)->Flush();
+      if (st.ok()) st = checkpoint(stats.elements());
+      if (!st.ok()) {
+        code = Fail(st, kExitRuntimeError);
+        write_failed = true;
+        break;
+      }
+    }
+  }
+  if (checkpoint && !write_failed) {
+    // Also after an interruption or a read error: what was written is what was handed out.
+    absl::Status st = (*writer)->Flush();
+    if (st.ok()) st = checkpoint(stats.elements());
+    if (!st.ok()) code = Fail(st, kExitRuntimeError);
   }
   if (auto st = (*writer)->Close(); !st.ok() && code == kExitOk) code = Fail(st, kExitRuntimeError);
   if (!f.quiet) {

@@ -74,8 +74,11 @@ void AddOutputFlags(CLI::App* sub, OutputFlags* flags);
 // Writes the elements `next` yields (see Iterator::Next) as `flags` say, with the progress line
 // and the closing summary (followed by `summary_suffix`), until the end, --take, an error or
 // SIGINT/SIGTERM. Returns the exit code.
+// `checkpoint`, when given, is called with the number of elements written and flushed: every
+// `checkpoint_every` elements and once at the end (a read state saved then matches the output).
 int WriteElements(const std::function<absl::StatusOr<bool>(Element*)>& next, const OutputFlags& flags,
-                  const std::function<std::string()>& summary_suffix = {});
+                  const std::function<std::string()>& summary_suffix = {},
+                  const std::function<absl::Status(int64_t)>& checkpoint = {}, int64_t checkpoint_every = 0);
 
 // The reader's losses for the summary line: "" or " (1 task(s) dropped: worker unreachable; 3 split(s) lost)".
 std::string DroppedSummary(const service::Reader& reader);

@@ -3,8 +3,10 @@
 #include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
+#include "lib/core/status_macros.h"
 #include "lib/output/element_writer.h"
 #include "lib/service/client/coordinated_reader.h"
+#include "lib/service/client/read_state.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/common/address.h"
 #include "lib/service/common/wire_compression.h"
@@ -25,6 +27,9 @@ struct ReadFlags {
   int consumer_index = 0;
   bool cross_trainer_cache = false;
   bool exactly_once = false;
+  std::string save_state;
+  int64_t save_state_every = 1000;
+  std::vector<std::string> resume;
   std::string trainer_id;
   std::string target_workers = "auto";
   std::string worker_tag;
@@ -64,9 +69,16 @@ int RunRead(const ReadFlags& f) {
   }
   if (!f.cross_trainer_cache && !f.trainer_id.empty())
     return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
+  // Read states are of exactly-once reads: asking for one asks for those.
+  const bool exactly_once = f.exactly_once || !f.save_state.empty() || !f.resume.empty();
+  if ((!f.save_state.empty() || !f.resume.empty()) && *mode != service::DISTRIBUTED_EPOCH) {
+    return Fail("--save-state and --resume need --mode distributed_epoch (docs/guarantees.md: resumable reads)",
+                kExitUsage);
+  }
+  if (f.save_state_every < 1) return Fail("--save-state-every must be at least 1", kExitUsage);
   if (f.exactly_once && *mode != service::DISTRIBUTED_EPOCH)
     return Fail("--exactly-once needs --mode distributed_epoch", kExitUsage);
-  if (f.exactly_once && f.num_consumers > 0)
+  if (exactly_once && f.num_consumers > 0)
     return Fail("--exactly-once and coordinated reads (--num-consumers) cannot be combined", kExitUsage);
   // The dispatcher client and the data plane's clients (made by the reader) use it.
   if (auto st = ApplyClientSecurityFlags(f.security); !st.ok()) return Fail(st, kExitUsage);
@@ -114,9 +126,23 @@ int RunRead(const ReadFlags& f) {
   options.mode = *mode;
   options.job_name = f.job_name;
   options.max_outstanding_requests = f.max_outstanding_requests;
-  options.exactly_once = f.exactly_once;
+  options.exactly_once = exactly_once;
+  for (const std::string& path : f.resume) {
+    auto state = service::ReadReadStateFile(path);
+    if (!state.ok()) return Fail(state.status(), kExitRuntimeError);
+    options.resume.push_back(*std::move(state));
+  }
   auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address));
   if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
+  std::function<absl::Status(int64_t)> save;
+  if (!f.save_state.empty()) {
+    save = [&](int64_t) -> absl::Status {
+      TFD_ASSIGN_OR_RETURN(const service::ReadState state, (*reader)->SaveState());
+      return service::WriteReadStateFile(f.save_state, state);
+    };
+    // A state from the start: a trainer killed before the first save resumes from nothing read.
+    if (auto st = save(0); !st.ok()) return Fail(st, kExitRuntimeError);
+  }
   if (!(*reader)->warning().empty()) fmt::print(stderr, "tfdata: warning: {}\n", (*reader)->warning());
   const int code = WriteElements(
       [&](Element* e) { return (*reader)->Next(e); }, f.output,
@@ -132,7 +158,8 @@ int RunRead(const ReadFlags& f) {
                              : fmt::format(" ({} element(s) skipped: this trainer fell behind the cross-trainer cache "
                                            "window)",
                                            skipped));
-      });
+      },
+      save, f.save_state_every);
   (*reader)->Close();
   return ReadExitCode(code, **reader);
 }
@@ -165,6 +192,14 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--exactly-once", f->exactly_once,
                 "distributed_epoch: every element once even when workers die (their splits are produced again "
                 "elsewhere); each split goes through the pipeline on its own, so shuffles need a seed");
+  sub->add_option("--save-state", f->save_state,
+                  "Write the read state (where this read stands, to resume from) to this file atomically every "
+                  "--save-state-every elements and at exit; implies --exactly-once (distributed_epoch)");
+  sub->add_option("--save-state-every", f->save_state_every, "Elements between two saves of --save-state")
+      ->capture_default_str();
+  sub->add_option("--resume", f->resume,
+                  "Start where this read state file left off (repeat it with the states of every reader of a "
+                  "shared job, under a new --job-name); implies --exactly-once (distributed_epoch)");
   sub->add_option("--target-workers", f->target_workers,
                   "Which workers to read from: any; local (in this process or on this host); auto (local when this "
                   "process runs a worker, else any)")

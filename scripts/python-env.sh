@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes .venv/, the Python environment the tests, examples and benchmarks use: numpy, pytest,
-# nanobind and scikit-build-core from PyPI; torch (CPU use) too when TFDATA_WITH_TORCH=1.
+# nanobind and scikit-build-core from PyPI; torch (CPU use) and torchdata (StatefulDataLoader)
+# too when TFDATA_WITH_TORCH=1.
 # Does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +19,7 @@ fi
 if [[ "${TFDATA_WITH_TORCH:-0}" == 1 ]] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
   # PyPI's torch wheel (it brings CUDA libraries it needs to import; they stay unused on a CPU).
   .venv/bin/pip install -q --disable-pip-version-check torch
+fi
+if [[ "${TFDATA_WITH_TORCH:-0}" == 1 ]] && ! .venv/bin/python -c "import torchdata.stateful_dataloader" 2>/dev/null; then
+  .venv/bin/pip install -q --disable-pip-version-check torchdata
 fi

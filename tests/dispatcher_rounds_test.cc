@@ -208,7 +208,9 @@ TEST_CASE("dispatcher rounds: leases, joins at the highest limit, ends of lost w
         // Exactly-once jobs and outstanding splits (tests/dispatcher_state_test.cc checks these).
         "Job.exactly_once", "Task.outstanding_epochs", "Task.outstanding_indices", "Task.last_skips",
         // distributed_epoch split plans (tests/journal_test.cc checks these).
-        "Job.split_plan"}) {
+        "Job.split_plan",
+        // Resumed jobs (tests/dispatcher_state_test.cc checks this).
+        "Job.resume"}) {
     unset.erase(std::string("tfdata.service.StateSnapshot.") + f);
   }
   for (const char* f : {"SkipRanges.begins", "SkipRanges.ends", "SplitPlanRecord.kind", "SplitPlanRecord.elements",

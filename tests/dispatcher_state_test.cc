@@ -234,3 +234,46 @@ TEST_CASE("dispatcher state: exactly-once splits are delivered by index, and re-
   REQUIRE(s.Apply(U("assign_splits { task_id: 2 epoch: 1 first: 0 count: 1 }")).ok());
   CHECK(s.FindTask(2)->last_skips.empty());
 }
+
+TEST_CASE("dispatcher state: a resumed job hands out only what was not handed out before, also after a snapshot",
+          "[dispatcher_state][resume]") {
+  DispatcherState s;
+  REQUIRE(s.Apply(U(kRecords[0])).ok());
+  REQUIRE(s.Apply(U(R"(register_worker { worker_address: "a:1" })")).ok());
+  // 10 splits per epoch. Epoch 0 was read in full; of epoch 1, splits 0, 1 and 5 in full, 4
+  // elements of split 3.
+  const std::string plan = R"(split_plan { kind: ELEMENTS elements: 100 split_size: 10 }
+      resume { first_epoch: 1 epochs { epoch: 1 done_begins: [0, 5] done_ends: [2, 6]
+                                       partial { split: 3 begins: [0] ends: [4] } } })";
+  // Refused: not exactly once; a split outside the plan.
+  CHECK(absl::IsFailedPrecondition(
+      s.Apply(U(R"(create_job { job_id: 1 dataset_id: "1" mode: DISTRIBUTED_EPOCH )" + plan + "}"))));
+  CHECK(absl::IsFailedPrecondition(s.Apply(U(R"(create_job { job_id: 1 dataset_id: "1" mode: DISTRIBUTED_EPOCH
+      exactly_once: true split_plan { kind: ELEMENTS elements: 100 split_size: 10 }
+      resume { epochs { epoch: 0 partial { split: 10 } } } })"))));
+  CHECK(s.FindJob(1) == nullptr);
+  REQUIRE(
+      s.Apply(U(R"(create_job { job_id: 1 dataset_id: "1" mode: DISTRIBUTED_EPOCH exactly_once: true )" + plan + "}"))
+          .ok());
+  REQUIRE(s.Apply(U("create_iteration { iteration_id: 1 job_id: 1 repetition: 0 }")).ok());
+  REQUIRE(s.Apply(U(R"(create_task { task_id: 1 iteration_id: 1 worker_address: "a:1" })")).ok());
+  const auto* it = s.FindIteration(1);
+  CHECK(it->returned_splits.at(1) == std::vector<int64_t>{3});  // the part-read split goes first
+  CHECK(s.NextSplitRun(*it, 0).first == 10);                    // epoch 0: nothing left
+  CHECK(s.NextSplitRun(*it, 1) == std::pair<int64_t, int64_t>{2, 3});
+  CHECK(s.NextSplitRun(*it, 2).first == 0);  // later epochs: all of it
+  REQUIRE(s.Apply(U("assign_splits { task_id: 1 epoch: 1 first: 2 count: 1 }")).ok());
+  CHECK(s.NextSplitRun(*s.FindIteration(1), 1) == std::pair<int64_t, int64_t>{4, 5});
+  CHECK(absl::IsFailedPrecondition(s.Apply(U("assign_splits { task_id: 1 epoch: 1 first: 4 count: 2 }"))));
+  REQUIRE(s.Apply(U("assign_splits { task_id: 1 epoch: 1 first: 4 count: 1 }")).ok());
+  CHECK(s.NextSplitRun(*s.FindIteration(1), 1).first == 6);
+  DispatcherState copy;
+  Update snap;
+  *snap.mutable_snapshot() = s.Snapshot();
+  REQUIRE(copy.Apply(snap).ok());
+  CHECK(copy.Snapshot().SerializeAsString() == s.Snapshot().SerializeAsString());
+  CHECK(copy.FindJob(1)->resume->epochs(0).partial(0).ends(0) == 4);
+  CHECK(copy.NextSplitRun(*copy.FindIteration(1), 1).first == 6);
+  REQUIRE(copy.ResumeOf(*copy.FindIteration(1)) != nullptr);
+  CHECK(copy.ResumeOf(*copy.FindIteration(1))->first_epoch() == 1);
+}

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -34,6 +36,31 @@ std::vector<std::unique_ptr<Process>> StartWorkers(const TempDir& dir, const std
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their first heartbeats
   return workers;
+}
+
+std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const std::string& work,
+                                                      const std::string& port, const std::string& log,
+                                                      const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"dispatcher", "--port",    port,         "--port-file", dir.Join("d.port"),
+                                   "--host",     "127.0.0.1", "--work-dir", work,          "--fault-tolerant"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return std::make_unique<Process>(args, dir.Join(log));
+}
+
+void CheckEachOnce(const std::string& out, int64_t n) {
+  std::map<int64_t, int> counts;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream values(line.substr(1, line.size() - 2));
+    for (int64_t v; values >> v;) ++counts[v];
+  }
+  int64_t duplicates = 0;
+  for (const auto& [v, c] : counts) duplicates += c > 1;
+  CHECK(duplicates == 0);
+  CHECK(static_cast<int64_t>(counts.size()) == n);
+  REQUIRE_FALSE(counts.empty());
+  CHECK(counts.begin()->first == 0);
+  CHECK(counts.rbegin()->first == n - 1);
 }
 
 }  // namespace tfdata::testing

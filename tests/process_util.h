@@ -76,4 +76,14 @@ std::string WaitForPort(const std::string& path);
 std::vector<std::unique_ptr<Process>> StartWorkers(const TempDir& dir, const std::string& addr, int n,
                                                    const std::vector<std::string>& extra = {});
 
+// A --fault-tolerant dispatcher on 127.0.0.1:`port` (0: any) keeping its journal in `work`; its
+// port goes to dir/d.port, its output to dir/`log`.*.
+std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const std::string& work,
+                                                      const std::string& port, const std::string& log,
+                                                      const std::vector<std::string>& extra);
+
+// `out` is `tfdata read`'s text output of batches ("[a b c d]" per line): CHECKs that it holds
+// each of 0 .. n-1 exactly once.
+void CheckEachOnce(const std::string& out, int64_t n);
+
 }  // namespace tfdata::testing

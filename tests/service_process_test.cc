@@ -22,34 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A --fault-tolerant dispatcher on 127.0.0.1:`port` (0: any) keeping its journal in `work`; its
-// port goes to dir/d.port, its output to dir/`log`.*.
-std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const std::string& work,
-                                                      const std::string& port, const std::string& log,
-                                                      const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"dispatcher", "--port",    port,         "--port-file", dir.Join("d.port"),
-                                   "--host",     "127.0.0.1", "--work-dir", work,          "--fault-tolerant"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return std::make_unique<Process>(args, dir.Join(log));
-}
-
-// `out` is `tfdata read`'s text output of batches ("[a b c d]" per line): CHECKs that it holds
-// each of 0 .. n-1 exactly once.
-void CheckEachOnce(const std::string& out, int64_t n) {
-  std::map<int64_t, int> counts;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream values(line.substr(1, line.size() - 2));
-    for (int64_t v; values >> v;) ++counts[v];
-  }
-  int64_t duplicates = 0;
-  for (const auto& [v, c] : counts) duplicates += c > 1;
-  CHECK(duplicates == 0);
-  CHECK(static_cast<int64_t>(counts.size()) == n);
-  CHECK(counts.begin()->first == 0);
-  CHECK(counts.rbegin()->first == n - 1);
-}
-
 std::map<std::string, int> LineCounts(const std::string& text) {
   std::map<std::string, int> counts;
   size_t start = 0;

@@ -104,6 +104,12 @@ class StdioWriter : public ElementWriter {
     }
     return absl::OkStatus();
   }
+  absl::Status Flush() override {
+    if (f_ && std::fflush(f_) != 0) {
+      return absl::DataLossError(fmt::format("cannot write to {}: {}", path_, std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
   absl::Status Close() override {
     if (!f_) return absl::OkStatus();
     const bool ok = std::fflush(f_) == 0 && (!owned_ || std::fclose(f_) == 0);
@@ -129,6 +135,7 @@ class RecordWriter : public ElementWriter {
     TFD_RETURN_IF_ERROR(EncodeElement(e, &buf_));
     return w_->Write(buf_);
   }
+  absl::Status Flush() override { return w_->Flush(); }
   absl::Status Close() override { return w_->Close(); }
 
  private:
@@ -139,6 +146,7 @@ class RecordWriter : public ElementWriter {
 class NullWriter : public ElementWriter {
  public:
   absl::Status Write(const Element&) override { return absl::OkStatus(); }
+  absl::Status Flush() override { return absl::OkStatus(); }
   absl::Status Close() override { return absl::OkStatus(); }
 };
 

@@ -28,6 +28,8 @@ class ElementWriter {
  public:
   virtual ~ElementWriter() = default;
   virtual absl::Status Write(const Element& element) = 0;
+  // Pushes what was written so far to the file (a read state saved next must not get ahead of it).
+  virtual absl::Status Flush() = 0;
   // Flushes and closes; errors (e.g. disk full) are reported here at the latest.
   virtual absl::Status Close() = 0;
 };

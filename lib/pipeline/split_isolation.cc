@@ -91,7 +91,7 @@ absl::StatusOr<Pipeline> PipelineForSplit(const Pipeline& pipeline, int64_t epoc
 
 absl::StatusOr<std::unique_ptr<SplitIsolatedIterator>> SplitIsolatedIterator::Create(
     const Pipeline& pipeline, const BuildOptions& options, std::shared_ptr<SplitProvider> provider, IteratorContext ctx,
-    const PipelineSource& source) {
+    const PipelineSource& source, int64_t first_epoch) {
   // The whole pipeline first: validation, with errors that point into it.
   TFD_RETURN_IF_ERROR(BuildDataset(pipeline, options, source).status());
   TFD_RETURN_IF_ERROR(CheckSplitIsolation(pipeline, "exactly-once reads"));
@@ -101,7 +101,7 @@ absl::StatusOr<std::unique_ptr<SplitIsolatedIterator>> SplitIsolatedIterator::Cr
     epochs = r.has_count() && r.count() >= 0 ? r.count() : -1;
   }
   return std::unique_ptr<SplitIsolatedIterator>(
-      new SplitIsolatedIterator(pipeline, options, std::move(provider), std::move(ctx), epochs));
+      new SplitIsolatedIterator(pipeline, options, std::move(provider), std::move(ctx), epochs, first_epoch));
 }
 
 absl::StatusOr<bool> SplitIsolatedIterator::Next(Element* out, SplitPosition* position) {
@@ -134,7 +134,7 @@ absl::StatusOr<SplitStep> SplitIsolatedIterator::Step(Element* out, SplitPositio
     if (!in_epoch_) {
       if (epochs_ >= 0 && epochs_done_ >= epochs_) return SplitStep::kEnd;
       // An epoch that produced nothing would make `repeat` forever spin: end instead (as tf.data).
-      if (epochs_done_ > 0 && !epoch_produced_) return SplitStep::kEnd;
+      if (epochs_run_ > 0 && !epoch_produced_) return SplitStep::kEnd;
       at_.epoch = provider_->StartEpoch();
       in_epoch_ = true;
       epoch_produced_ = false;
@@ -143,6 +143,7 @@ absl::StatusOr<SplitStep> SplitIsolatedIterator::Step(Element* out, SplitPositio
     if (!split) {
       in_epoch_ = false;
       ++epochs_done_;
+      ++epochs_run_;
       continue;
     }
     TFD_ASSIGN_OR_RETURN(Pipeline p, PipelineForSplit(pipeline_, at_.epoch, *split));

@@ -64,26 +64,27 @@ enum class SplitStep {
 class SplitIsolatedIterator {
  public:
   // InvalidArgument when CheckSplitIsolation fails, or the pipeline does not build.
-  static absl::StatusOr<std::unique_ptr<SplitIsolatedIterator>> Create(const pipeline::Pipeline& pipeline,
-                                                                       const BuildOptions& options,
-                                                                       std::shared_ptr<SplitProvider> provider,
-                                                                       IteratorContext ctx,
-                                                                       const PipelineSource& source = {});
+  static absl::StatusOr<std::unique_ptr<SplitIsolatedIterator>> Create(
+      const pipeline::Pipeline& pipeline, const BuildOptions& options, std::shared_ptr<SplitProvider> provider,
+      IteratorContext ctx, const PipelineSource& source = {}, int64_t first_epoch = 0);
   // The next element and its position; false at the end of the last epoch (or of an epoch that
   // produced nothing, when repeating forever). Errors name the split.
   absl::StatusOr<bool> Next(Element* out, SplitPosition* position);
+  // `first_epoch` (a resumed read): the epochs before it count as done; the provider's
+  // StartEpoch() numbers from it too.
   // Next(), and also the end of each split (empty ones included), so that readers can tell a
   // split they have in full: every split started yields kSplitEnd before the next one begins.
   absl::StatusOr<SplitStep> Step(Element* out, SplitPosition* position);
 
  private:
   SplitIsolatedIterator(pipeline::Pipeline pipeline, BuildOptions options, std::shared_ptr<SplitProvider> provider,
-                        IteratorContext ctx, int64_t epochs)
+                        IteratorContext ctx, int64_t epochs, int64_t first_epoch)
       : pipeline_(std::move(pipeline)),
         options_(std::move(options)),
         provider_(std::move(provider)),
         ctx_(std::move(ctx)),
-        epochs_(epochs) {}
+        epochs_(epochs),
+        epochs_done_(first_epoch) {}
 
   const pipeline::Pipeline pipeline_;
   const BuildOptions options_;
@@ -94,6 +95,7 @@ class SplitIsolatedIterator {
 
   const int64_t epochs_;  // -1: forever
   int64_t epochs_done_ = 0;
+  int64_t epochs_run_ = 0;  // by this iterator (a resumed one starts past epochs_done_ 0)
   bool in_epoch_ = false;
   bool epoch_produced_ = false;
   SplitPosition at_;

@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "absl/strings/escaping.h"
 #include "python/src/status.h"
 
 namespace nb = nanobind;
@@ -66,6 +67,39 @@ void ElementIterator::Close() {
   source_->Close();
 }
 
+nb::dict ElementIterator::StateDict() const {
+  absl::StatusOr<std::string> bytes;
+  {
+    nb::gil_scoped_release release;
+    bytes = source_->SaveState();
+  }
+  RaiseIfError(bytes.status());
+  nb::dict d;
+  d["tfdata_read_state"] = 1;
+  d["state"] = nb::str(absl::Base64Escape(*bytes).c_str());
+  return d;
+}
+
+void ElementIterator::LoadStateDict(nb::handle state) {
+  std::unique_lock<std::mutex> lock(next_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) throw std::runtime_error("load_state_dict: the iterator is in use by another thread");
+  // One conversion for every entry point (tfdata/service.py): a dict, bytes, or a list of them.
+  nb::object list = nb::module_::import_("tfdata.service").attr("_state_bytes")(state);
+  std::vector<std::string> states;
+  for (nb::handle b : list) {
+    nb::bytes bytes = nb::borrow<nb::bytes>(b);
+    states.emplace_back(bytes.c_str(), bytes.size());
+  }
+  absl::Status st;
+  {
+    nb::gil_scoped_release release;
+    st = source_->Resume(states);
+  }
+  RaiseIfError(st);
+  closed_ = ended_ = false;
+  elements_ = bytes_ = 0;
+}
+
 nb::dict ElementIterator::Stats() const {
   nb::dict d;
   d["elements"] = elements_;
@@ -90,6 +124,12 @@ void BindIterator(nb::module_& m) {
       .def_prop_ro("warning", &ElementIterator::warning)
       .def_prop_ro("closed", &ElementIterator::closed)
       .def("_set_names", &ElementIterator::set_names, nb::arg("names").none())
+      .def("state_dict", &ElementIterator::StateDict,
+           "Where this read stands (exactly-once service reads): a small JSON-serialisable dict to keep with a "
+           "checkpoint and resume from (load_state_dict, or from_dataset_id(..., state=...)).")
+      .def("load_state_dict", &ElementIterator::LoadStateDict, nb::arg("state"),
+           "Restarts the read from a state_dict() (or a list of the states of every reader of a shared job): "
+           "what was not handed out when it was taken, each element once, from a new job.")
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__exit__", [](ElementIterator& it, nb::args) { it.Close(); });
 }

@@ -43,6 +43,13 @@ class ElementSource {
   // when nothing. Reported as a DataLossWarning when the iteration ends.
   virtual std::string loss() const { return ""; }
   virtual std::vector<std::string> dropped_workers() const { return {}; }
+  // Resumable reads: the encoded read state (read_state.h), and a restart from encoded states.
+  // FailedPrecondition for a source without one (the message says what would have one).
+  virtual absl::StatusOr<std::string> SaveState() const {
+    return absl::FailedPreconditionError(
+        "only a service read with exactly_once=True (processing_mode distributed_epoch) has a read state");
+  }
+  virtual absl::Status Resume(const std::vector<std::string>& states) { return SaveState().status(); }
 };
 
 class ElementIterator {
@@ -56,6 +63,11 @@ class ElementIterator {
   nanobind::dict Stats() const;
   std::string warning() const { return source_->warning(); }
   bool closed() const { return closed_; }
+  // Resumable reads: {"tfdata_read_state": version, "state": base64 of the encoded state}; and
+  // a restart from one (or a list of the states of every reader of a shared job): what was not
+  // handed out when they were taken, from a new job.
+  nanobind::dict StateDict() const;
+  void LoadStateDict(nanobind::handle state);
   // Component names for dict elements (set before the first element).
   void set_names(std::optional<std::vector<std::string>> names) { format_.names = std::move(names); }
 

@@ -7,9 +7,11 @@
 
 #include <memory>
 
+#include "lib/core/status_macros.h"
 #include "lib/io/path_policy.h"
 #include "lib/service/client/coordinated_reader.h"
 #include "lib/service/client/read_loss.h"
+#include "lib/service/client/read_state.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/client/register_dataset.h"
 #include "lib/service/common/address.h"
@@ -151,7 +153,9 @@ std::unique_ptr<service::GrpcDispatcherClient> Client(const std::string& address
 
 class ReaderSource : public ElementSource {
  public:
-  explicit ReaderSource(std::unique_ptr<service::Reader> reader) : reader_(std::move(reader)) {}
+  // `address` and `options` open it again from a state (Resume).
+  ReaderSource(std::unique_ptr<service::Reader> reader, std::string address, service::ReaderOptions options)
+      : reader_(std::move(reader)), address_(std::move(address)), options_(std::move(options)) {}
   absl::StatusOr<std::optional<bool>> NextWithin(Element* out, absl::Duration timeout) override {
     return reader_->NextWithin(out, timeout);
   }
@@ -168,9 +172,32 @@ class ReaderSource : public ElementSource {
   std::string warning() const override { return reader_->warning(); }
   std::string loss() const override { return service::DescribeReadLoss(*reader_); }
   std::vector<std::string> dropped_workers() const override { return reader_->dropped_workers(); }
+  absl::StatusOr<std::string> SaveState() const override {
+    TFD_ASSIGN_OR_RETURN(const service::ReadState state, reader_->SaveState());
+    return service::EncodeReadState(state);
+  }
+  absl::Status Resume(const std::vector<std::string>& states) override {
+    if (!options_.exactly_once) return SaveState().status();
+    service::ReaderOptions options = options_;
+    options.resume.clear();
+    for (size_t i = 0; i < states.size(); ++i) {
+      TFD_ASSIGN_OR_RETURN(service::ReadState s,
+                           service::DecodeReadState(states[i], "read state " + std::to_string(i)));
+      options.resume.push_back(std::move(s));
+    }
+    auto address = service::ParseAddress(address_, "service");
+    if (!address.ok()) return address.status();
+    TFD_ASSIGN_OR_RETURN(auto reader,
+                         service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address)));
+    reader_->Close();
+    reader_ = std::move(reader);
+    return absl::OkStatus();
+  }
 
  private:
   std::unique_ptr<service::Reader> reader_;
+  const std::string address_;
+  const service::ReaderOptions options_;
 };
 
 class CoordinatedSource : public ElementSource {
@@ -231,13 +258,18 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
                             const std::string& job_name, int num_consumers, int consumer_index,
                             int max_outstanding_requests, int target_workers, const std::string& worker_tag,
                             const std::string& trainer_id, const std::string& protocol, bool exactly_once,
-                            std::optional<std::vector<std::string>> names) {
+                            const std::vector<nb::bytes>& states, std::optional<std::vector<std::string>> names) {
   if (!service::ProcessingMode_IsValid(mode) || mode == 0) throw nb::value_error("unknown processing mode");
   if (max_outstanding_requests < 1) throw nb::value_error("max_outstanding_requests must be at least 1");
   if (protocol != "grpc" && protocol != "local") {
     throw nb::value_error(("data_transfer_protocol: \"" + protocol + "\" is not one of grpc, local").c_str());
   }
   auto client = Client(address);
+  std::vector<service::ReadState> resume;
+  for (size_t i = 0; i < states.size(); ++i) {
+    resume.push_back(Unwrap(
+        service::DecodeReadState(std::string_view(states[i].c_str(), states[i].size()), "state " + std::to_string(i))));
+  }
   ElementFormat format;
   format.names = std::move(names);
   format.writable = protocol == "grpc";  // the in-process plane shares the worker's buffers
@@ -269,8 +301,10 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
       options.trainer_id = trainer_id;
       options.protocol = protocol;
       options.exactly_once = exactly_once;
+      options.resume = std::move(resume);
       auto reader = service::Reader::Create(options, std::move(client));
-      if (reader.ok()) source = std::make_unique<ReaderSource>(*std::move(reader));
+      options.resume.clear();
+      if (reader.ok()) source = std::make_unique<ReaderSource>(*std::move(reader), address, std::move(options));
       else error = reader.status();
     }
   }
@@ -309,7 +343,7 @@ void BindService(nb::module_& m) {
   m.def("dataset_info", &DatasetInfo, "address"_a, "dataset_id"_a);
   m.def("open_reader", &OpenReader, "address"_a, "dataset_id"_a, "mode"_a, "job_name"_a, "num_consumers"_a,
         "consumer_index"_a, "max_outstanding_requests"_a, "target_workers"_a, "worker_tag"_a, "trainer_id"_a,
-        "protocol"_a, "exactly_once"_a, "names"_a.none(), nb::rv_policy::take_ownership);
+        "protocol"_a, "exactly_once"_a, "states"_a, "names"_a.none(), nb::rv_policy::take_ownership);
 }
 
 }  // namespace tfdata::python

@@ -9,6 +9,8 @@ named one), reads until the job ends, and releases it when the iterator is close
 collected, or reaches the end.
 """
 
+import base64
+import binascii
 import enum
 import os
 
@@ -49,6 +51,31 @@ class CrossTrainerCache:
 
     def __repr__(self):
         return f"tfdata.CrossTrainerCache(trainer_id={self.trainer_id!r})"
+
+
+def _state_bytes(state):
+    """The encoded read states in `state`: a state_dict() dict, its bytes, or a list of them (the
+    states of every reader of a shared job). Raises ValueError/TypeError naming what is wrong."""
+    items = list(state) if isinstance(state, (list, tuple)) else [state]
+    if not items:
+        raise ValueError("state: an empty list of read states")
+    out = []
+    for i, item in enumerate(items):
+        where = "state" if len(items) == 1 else f"state[{i}]"
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            out.append(bytes(item))
+            continue
+        if not isinstance(item, dict):
+            raise TypeError(f"{where}: expected a read state (the dict state_dict() returns), got "
+                            f"{type(item).__name__}")
+        if item.get("tfdata_read_state") != 1 or not isinstance(item.get("state"), str):
+            raise ValueError(f"{where}: not a tfdata read state (expected the dict state_dict() returns, with "
+                             f"'tfdata_read_state': 1 and 'state'), got keys {sorted(item)}")
+        try:
+            out.append(base64.b64decode(item["state"], validate=True))
+        except binascii.Error as e:
+            raise ValueError(f"{where}: its 'state' is not base64 ({e})") from None
+    return out
 
 
 def _mode(processing_mode):
@@ -108,7 +135,7 @@ class DistributedDataset:
 
     def __init__(self, service, dataset_id, mode, job_name, consumer_index, num_consumers,
                  max_outstanding_requests, data_transfer_protocol, cross_trainer_cache, target_workers,
-                 worker_tag, element_spec, exactly_once=False):
+                 worker_tag, element_spec, exactly_once=False, state=None):
         self._service = service
         self._dataset_id = dataset_id
         self._mode = mode
@@ -122,6 +149,7 @@ class DistributedDataset:
         self._worker_tag = worker_tag or ""
         self._given_spec = element_spec
         self._exactly_once = exactly_once
+        self._states = _state_bytes(state) if state is not None else []
         self._info = None
 
     def _dataset_info(self):
@@ -162,7 +190,7 @@ class DistributedDataset:
             num_consumers=self._num_consumers, consumer_index=self._consumer_index,
             max_outstanding_requests=self._max_outstanding_requests, target_workers=self._target_workers,
             worker_tag=self._worker_tag, trainer_id=self._trainer_id, protocol=self._protocol,
-            exactly_once=self._exactly_once, names=None)
+            exactly_once=self._exactly_once, states=self._states, names=None)
         names = self._dataset_info()[2]
         if names:
             it._set_names(list(names))
@@ -170,6 +198,14 @@ class DistributedDataset:
             import warnings
             warnings.warn(f"tfdata: {it.warning}", RuntimeWarning, stacklevel=2)
         return it
+
+    def _resumed(self, state):
+        """This dataset read from `state` (see from_dataset_id's state)."""
+        import copy
+        resumed = copy.copy(self)
+        resumed._states = _state_bytes(state)
+        resumed._exactly_once = True
+        return resumed
 
     def as_numpy_iterator(self):
         """The same as iter(): elements are numpy arrays and Python scalars already."""
@@ -196,7 +232,7 @@ def _positive_int(value, where, default):
 def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job_name=None,
                     consumer_index=None, num_consumers=None, max_outstanding_requests=None,
                     data_transfer_protocol=None, cross_trainer_cache=None, target_workers="AUTO",
-                    worker_tag=None, exactly_once=False):
+                    worker_tag=None, exactly_once=False, state=None):
     """Reads a registered dataset: returns a DistributedDataset to iterate.
 
     processing_mode: "parallel_epochs" / ShardingPolicy.OFF (every worker runs the whole pipeline),
@@ -213,8 +249,17 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
       lost worker's splits are produced again elsewhere; docs/guarantees.md). Each split goes
       through the pipeline on its own, so the pipeline must be deterministic per split (seeded
       shuffles) and have no take/skip/shard/cache after its source: the error names the op.
+    state: resume from a read state: an iterator's state_dict() (or the list of those of every
+      reader of a shared job, with a new job_name): each iteration delivers exactly what had not
+      been handed out when it was taken, then ends the epoch. Implies exactly_once. A state of
+      another pipeline, or of a source whose files changed, is refused (docs/guarantees.md).
     """
     mode = _mode(processing_mode)
+    if state is not None:
+        _state_bytes(state)  # its form now; its fit at the first iteration
+        if mode != ShardingPolicy.DYNAMIC:
+            raise ValueError("state: resumable reads need processing_mode distributed_epoch")
+        exactly_once = True
     address = _address(service)
     if not isinstance(dataset_id, str) or not dataset_id:
         raise ValueError(f"dataset_id: expected a non-empty str (from register_dataset), got {dataset_id!r}")
@@ -256,7 +301,7 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
     return DistributedDataset(
         address, dataset_id, mode, job_name, consumer_index, num_consumers,
         _positive_int(max_outstanding_requests, "max_outstanding_requests", 4), protocol, cross_trainer_cache,
-        _TARGET_WORKERS[target_workers.lower()], worker_tag, element_spec, exactly_once)
+        _TARGET_WORKERS[target_workers.lower()], worker_tag, element_spec, exactly_once, state)
 
 
 def distribute(processing_mode, service, job_name=None, consumer_index=None, num_consumers=None,

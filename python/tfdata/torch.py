@@ -37,7 +37,11 @@ def to_torch(element):
 class IterableDataset(torch.utils.data.IterableDataset):
     """A torch IterableDataset over a tfdata dataset: a DistributedDataset (from_dataset_id or
     distribute) read through the service, or a Pipeline run in this process. Each iteration opens
-    a new reader (for a DistributedDataset: a new job, unless it has a job_name)."""
+    a new reader (for a DistributedDataset: a new job, unless it has a job_name).
+
+    It is Stateful for ``torchdata.stateful_dataloader.StatefulDataLoader`` (exactly-once service
+    reads): state_dict() is where the current iteration stands, and after load_state_dict() the
+    next iteration resumes from there, delivering exactly what had not been yielded."""
 
     def __init__(self, dataset):
         super().__init__()
@@ -45,6 +49,8 @@ class IterableDataset(torch.utils.data.IterableDataset):
             raise TypeError(f"IterableDataset: expected a tfdata DistributedDataset or Pipeline, "
                             f"got {type(dataset).__name__}")
         self.dataset = dataset
+        self._iterator = None  # the current iteration's, for state_dict()
+        self._resume = None  # a loaded state, for the next iteration
 
     @property
     def element_spec(self):
@@ -56,8 +62,28 @@ class IterableDataset(torch.utils.data.IterableDataset):
             raise RuntimeError("tfdata.torch.IterableDataset: use DataLoader(num_workers=0); the service's "
                                "workers do the preprocessing, and each DataLoader worker would read the whole "
                                "dataset again")
-        for element in self.dataset:
+        dataset = self.dataset
+        if self._resume is not None:
+            if not hasattr(dataset, "_resumed"):
+                raise TypeError("tfdata.torch.IterableDataset: only a DistributedDataset read with "
+                                "exactly_once=True resumes from a state")
+            dataset, self._resume = dataset._resumed(self._resume), None
+        self._iterator = iter(dataset)
+        for element in self._iterator:
             yield to_torch(element)
+
+    def state_dict(self):
+        """{"tfdata": the current iteration's read state}; None before the first iteration."""
+        if self._iterator is None:
+            return {"tfdata": self._resume}
+        return {"tfdata": self._iterator.state_dict()}
+
+    def load_state_dict(self, state_dict):
+        """The next iteration resumes from `state_dict` (from state_dict(); its "tfdata" entry may
+        also be the list of the states of every rank of a shared job)."""
+        if not isinstance(state_dict, dict) or "tfdata" not in state_dict:
+            raise ValueError("load_state_dict: expected the dict state_dict() returns, with a 'tfdata' entry")
+        self._resume = state_dict["tfdata"]
 
 
 def consumer_args():

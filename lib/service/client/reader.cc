@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/core/status_macros.h"
+#include "lib/service/client/read_state.h"
 #include "lib/service/common/host_util.h"
 #include "lib/service/common/local_workers.h"
 #include "lib/service/common/names.h"
@@ -49,9 +50,19 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
   if (!options.cross_trainer_cache && !options.trainer_id.empty()) {
     return absl::InvalidArgumentError("--trainer-id needs --cross-trainer-cache");
   }
+  if (!options.resume.empty() && !options.exactly_once) {
+    return absl::InvalidArgumentError(
+        "resuming from a read state needs exactly-once reads (--exactly-once, exactly_once=True)");
+  }
+  std::optional<ResumePlan> resume;
+  int64_t elements_before = 0;
+  if (!options.resume.empty()) {
+    TFD_ASSIGN_OR_RETURN(resume, MergeReadStates(options.resume, &elements_before));
+  }
   std::unique_ptr<Reader> r(new Reader(std::move(options), std::move(dispatcher)));
   r->target_ = ResolveTargetWorkers(r->options_.target_workers);
   GetOrCreateJobRequest req;
+  if (resume) *req.mutable_resume() = *resume;
   req.set_dataset_id(r->options_.dataset_id);
   req.set_mode(r->options_.mode);
   req.set_job_name(r->options_.job_name);
@@ -60,6 +71,23 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
   TFD_ASSIGN_OR_RETURN(GetOrCreateJobResponse resp, r->Join(req));
   r->job_id_ = resp.job_id();
   r->warning_ = resp.warning();
+  if (r->options_.exactly_once) {
+    absl::MutexLock lock(&r->mu_);
+    r->dataset_fingerprint_ = resp.dataset_fingerprint();
+    r->plan_fingerprint_ = resp.plan_fingerprint();
+    r->progress_ = ReadProgress(resp.num_splits());
+    if (resume) {
+      // The dispatcher checked the plan against the dataset's splits: it parses.
+      TFD_ASSIGN_OR_RETURN(ReadProgress before, ReadProgress::FromPlan(*resume, resp.num_splits(), "read state"));
+      r->progress_.Merge(before);
+      r->elements_before_ = elements_before;
+      // The elements handed out before count as received: a worker skips them, and the readers'
+      // receipts must still add up to whole splits.
+      for (const EpochResume& e : resume->epochs()) {
+        for (const auto& [split, handed] : before.Partial(e.epoch())) r->ledger_.Seed(e.epoch(), split, handed);
+      }
+    }
+  }
   TFD_RETURN_IF_ERROR(r->Start(r->options_.max_outstanding_requests));
   return r;
 }
@@ -319,10 +347,10 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
   DeliverLocked(ts, /*all=*/ts.ended);
 }
 
-void Reader::ReadyLocked(Element e) {
-  const auto bytes = static_cast<int64_t>(ElementByteSize(e));
-  ready_bytes_ += bytes;
-  ready_.push_back(Ready{std::move(e), bytes});
+void Reader::ReadyLocked(Ready r) {
+  if (!r.split_end) r.bytes = static_cast<int64_t>(ElementByteSize(r.element));
+  ready_bytes_ += r.bytes;
+  ready_.push_back(std::move(r));
 }
 
 void Reader::DeliverLocked(TaskState& ts, bool all) {
@@ -339,16 +367,25 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
     GetElementsResult& r = ts.held[released].result;
     ts.delivered_index = r.first_index + static_cast<int64_t>(r.elements.size());
     if (r.split_runs.empty()) {
-      for (Element& e : r.elements) ReadyLocked(std::move(e));
+      for (Element& e : r.elements) ReadyLocked(Ready{.element = std::move(e)});
     } else {
       // Exactly-once: every element with its position; one this reader already has is dropped.
       size_t next = 0;
       for (const SplitRun& run : r.split_runs) {
         for (int64_t k = 0; k < run.count(); ++k, ++next) {
-          if (ledger_.Receive(run.epoch(), run.split(), run.first_seq() + k)) ReadyLocked(std::move(r.elements[next]));
+          if (ledger_.Receive(run.epoch(), run.split(), run.first_seq() + k)) {
+            ReadyLocked(Ready{.element = std::move(r.elements[next]),
+                              .epoch = run.epoch(),
+                              .split = run.split(),
+                              .seq = run.first_seq() + k});
+          }
         }
         if (run.split_end()) {
           ledger_.End(run.epoch(), run.split(), run.first_seq() + run.count());
+          // In stream order behind the split's elements: the split counts as handed out in full
+          // once Next() has returned them.
+          ReadyLocked(Ready{
+              .epoch = run.epoch(), .split = run.split(), .seq = run.first_seq() + run.count(), .split_end = true});
           heartbeat_soon_ = true;  // a worker may be waiting on this split's confirmation
         }
       }
@@ -368,13 +405,25 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !ready_.empty() || !error_.ok() || closed_ || DoneLocked();
   };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return std::nullopt;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) return std::nullopt;
+    const bool was_full = FullLocked();
+    TakeMarkersLocked();
+    if (was_full && !FullLocked()) fetch_cv_.SignalAll();
+    // Only split-end markers were there: wait on.
+    if (!ready_.empty() || !error_.ok() || closed_ || DoneLocked()) break;
+  }
   if (!ready_.empty()) {
     const bool was_full = FullLocked();
-    *out = std::move(ready_.front().element);
-    ready_bytes_ -= ready_.front().bytes;
+    Ready& front = ready_.front();
+    *out = std::move(front.element);
+    if (front.epoch >= 0) progress_.Handed(front.epoch, front.split, front.seq);
+    ready_bytes_ -= front.bytes;
     ready_.pop_front();
     ++elements_delivered_;
+    // A split whose last element this was is handed out in full now, not at the next call.
+    TakeMarkersLocked();
     // Fetchers blocked on a full buffer resume as soon as there is room.
     if (was_full && !FullLocked()) fetch_cv_.SignalAll();
     return true;
@@ -390,6 +439,32 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
                                                "dying (the dispatcher forgets them after its --worker-timeout)"));
   }
   return false;
+}
+
+void Reader::TakeMarkersLocked() {
+  while (!ready_.empty() && ready_.front().split_end) {
+    const Ready& m = ready_.front();
+    progress_.SplitEnd(m.epoch, m.split, m.seq);
+    ready_.pop_front();
+  }
+}
+
+absl::StatusOr<ReadState> Reader::SaveState() const {
+  if (!options_.exactly_once) {
+    return absl::FailedPreconditionError(
+        "a read state needs exactly-once reads (--exactly-once, exactly_once=True) in --mode distributed_epoch");
+  }
+  absl::MutexLock lock(&mu_);
+  ReadState state;
+  state.set_version(kReadStateVersion);
+  state.set_mode(options_.mode);
+  state.set_num_splits(progress_.num_splits());
+  state.set_elements(elements_before_ + elements_delivered_);
+  state.set_job_name(options_.job_name);
+  *state.mutable_handed() = progress_.ToPlan();
+  state.mutable_handed()->set_dataset_fingerprint(dataset_fingerprint_);
+  state.mutable_handed()->set_plan_fingerprint(plan_fingerprint_);
+  return state;
 }
 
 }  // namespace tfdata::service

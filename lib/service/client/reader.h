@@ -31,6 +31,8 @@
 #include "lib/service/client/split_ledger.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
+#include "lib/service/common/read_progress.h"
+#include "proto/read_state.pb.h"
 
 namespace tfdata::service {
 
@@ -62,6 +64,10 @@ struct ReaderOptions {
   // worker's splits are produced again by others, and the reader keeps asking an unreachable
   // worker until the dispatcher declares it lost (docs/guarantees.md).
   bool exactly_once = false;
+  // Resumable reads (needs exactly_once): start where these read states (Reader::SaveState) left
+  // off: one reader's, or those of every reader of a shared job, merged. The job is a new one
+  // (under job_name, which must not name a job made otherwise). Empty: from the start.
+  std::vector<ReadState> resume;
   // With a filter that matches none of the job's workers, how long to wait for a matching one
   // before failing.
   absl::Duration untargeted_timeout = absl::Seconds(5);
@@ -110,6 +116,11 @@ class Reader : private JobMembership {
   // Exactly-once jobs: elements dropped because this reader had received them before (a split
   // regenerated after its worker was lost).
   int64_t duplicates_dropped() const;
+  // Exactly-once reads: where the trainer stands, as a state to keep with its checkpoint: what
+  // Next() has returned, with the fingerprints a resume checks. Made from the reader's own
+  // bookkeeping (no RPC; its size is bounded by the splits in progress and the ranges of those
+  // done). FailedPrecondition for a reader that is not exactly-once.
+  absl::StatusOr<ReadState> SaveState() const;
 
  private:
   // A response that may only be delivered once the requests that were in flight to the same task
@@ -117,6 +128,14 @@ class Reader : private JobMembership {
   struct HeldResponse {
     GetElementsResult result;
     std::set<int64_t> waiting_for;  // request numbers
+  };
+  struct Ready {
+    Element element;
+    int64_t bytes = 0;
+    // Exactly-once: the element's position, or (split_end) a marker that the split ended with
+    // `seq` elements; epoch -1 for an element without a position.
+    int64_t epoch = -1, split = 0, seq = 0;
+    bool split_end = false;
   };
   struct TaskState {
     std::string address;
@@ -146,7 +165,9 @@ class Reader : private JobMembership {
   void DropLocked(TaskState& ts) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves held responses to ready_: those nothing in flight can precede, or (`all`) every one.
   void DeliverLocked(TaskState& ts, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReadyLocked(Element e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReadyLocked(Ready r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves leading split-end markers of ready_ into progress_.
+  void TakeMarkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ReaderOptions options_;
   int64_t job_id_ = 0;
@@ -158,10 +179,6 @@ class Reader : private JobMembership {
   bool heard_ ABSL_GUARDED_BY(mu_) = false;                 // at least one heartbeat answered
   bool iteration_finished_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_task_cursor_ ABSL_GUARDED_BY(mu_) = 0;
-  struct Ready {
-    Element element;
-    int64_t bytes;
-  };
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
@@ -174,6 +191,11 @@ class Reader : private JobMembership {
   int64_t elements_skipped_ ABSL_GUARDED_BY(mu_) = 0;
   // Exactly-once jobs: what was received of each split (responses with split runs).
   SplitLedger ledger_ ABSL_GUARDED_BY(mu_);
+  // Exactly-once jobs: what Next() has handed out (the read state), with what the job resumed
+  // from; and what a state records besides.
+  ReadProgress progress_ ABSL_GUARDED_BY(mu_);
+  int64_t elements_before_ = 0;  // handed out before the resume
+  std::string dataset_fingerprint_, plan_fingerprint_;
   TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
   // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
   absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();

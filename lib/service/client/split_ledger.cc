@@ -32,4 +32,9 @@ std::vector<SplitReceipt> SplitLedger::Receipts() const {
 
 void SplitLedger::Forget(int64_t epoch, int64_t split) { splits_.erase({epoch, split}); }
 
+void SplitLedger::Seed(int64_t epoch, int64_t split, const SeqRanges& handed) {
+  Split& s = splits_[{epoch, split}];
+  for (const auto& [b, e] : handed.ranges()) s.received.Add(b, e);
+}
+
 }  // namespace tfdata::service

@@ -26,6 +26,8 @@ class SplitLedger {
   // Records element `seq` of split `split` of epoch `epoch`. False when it was received before:
   // the caller drops it.
   bool Receive(int64_t epoch, int64_t split, int64_t seq);
+  // A resumed read: the elements of the split handed out before count as received.
+  void Seed(int64_t epoch, int64_t split, const SeqRanges& handed);
   // Records the split's end marker: it has `count` elements.
   void End(int64_t epoch, int64_t split, int64_t count);
   // Every split not forgotten, with what was received of it.

@@ -13,7 +13,16 @@ bool SeqRanges::Contains(int64_t seq) const {
 void SeqRanges::Add(int64_t begin, int64_t end) {
   if (begin < 0 || end <= begin) return;
   auto it = ranges_.upper_bound(begin);
-  if (it != ranges_.begin() && std::prev(it)->second >= begin) --it;
+  if (it != ranges_.begin() && std::prev(it)->second >= begin) {
+    // The common case, elements in order: the range before grows (or holds it), in place.
+    auto before = std::prev(it);
+    if (end <= before->second) return;
+    if (it == ranges_.end() || it->first > end) {
+      before->second = end;
+      return;
+    }
+    it = before;
+  }
   while (it != ranges_.end() && it->first <= end) {
     begin = std::min(begin, it->first);
     end = std::max(end, it->second);

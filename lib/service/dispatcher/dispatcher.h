@@ -38,6 +38,10 @@
 
 namespace tfdata::service {
 
+// 16 hex digits: XXH3-64 of the split plan's record, deterministically serialized. A read state
+// keeps it, so that a resume after the source changed (a file list) is refused.
+std::string SplitPlanFingerprint(const SplitPlan& plan);
+
 struct DispatcherConfig {
   // A worker silent this long is lost: its tasks leave the clients' task lists.
   absl::Duration worker_timeout = absl::Minutes(10);
@@ -188,6 +192,13 @@ class Dispatcher {
   // Whether an exactly-once epoch may end for a task: no split of it is pooled or held by a live
   // task without the readers' confirmation (it could still come back to the pool).
   bool EpochSettledLocked(int64_t iteration_id, int64_t epoch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What to skip of a split handed out again: what readers of this job have of it, and for a
+  // resumed job's first iteration, what was handed out before the resume.
+  SkipRanges SkipsLocked(const DispatcherState::Iteration& iteration, int64_t epoch, int64_t split) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Resumable reads: the request's plan fits the dataset and its splits as they are now.
+  absl::Status CheckResumeLocked(const GetOrCreateJobRequest& req, const SplitPlan& plan) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How long a worker waits before asking again for splits of an epoch that is not settled.
   static constexpr int32_t kSplitRetryMs = 10;
   // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).

@@ -39,6 +39,14 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
   resp->set_job_id(job_id);
   resp->set_iteration_id(iteration_id);
   resp->set_client_id(client_id);
+  const auto* job_now = state_.FindJob(job_id);
+  if (job_now->mode == DISTRIBUTED_EPOCH) {
+    // What a read state records, to be checked when it is resumed from.
+    TFD_ASSIGN_OR_RETURN(const SplitPlan* plan, SplitPlanLocked(job_id));
+    resp->set_dataset_fingerprint(state_.FindDataset(job_now->dataset_id)->fingerprint);
+    resp->set_plan_fingerprint(SplitPlanFingerprint(*plan));
+    resp->set_num_splits(plan->num_splits());
+  }
   return absl::OkStatus();
 }
 
@@ -70,6 +78,15 @@ absl::StatusOr<const DispatcherState::Job*> Dispatcher::FindNamedJobLocked(const
         "get or create job: job \"", req.job_name(), "\" was created ", job->exactly_once ? "with" : "without",
         " exactly-once reads; this request asks ", req.exactly_once() ? "for them" : "for none"));
   }
+  if (job->resume.has_value() != req.has_resume() ||
+      (req.has_resume() &&
+       job->resume->SerializeAsString() != req.resume().SerializeAsString())) {  // deterministic: same fields
+    return absl::InvalidArgumentError(absl::StrCat(
+        "get or create job: job \"", req.job_name(), "\" exists and was ",
+        job->resume ? "resumed from another read state" : "not resumed from a read state",
+        "; a resumed job shared by several readers needs a name of its own (for example the job's name with the "
+        "launch number), and every reader of it passes the same state(s)"));
+  }
   if (job->dataset_id != req.dataset_id() || job->mode != req.mode()) {
     return absl::InvalidArgumentError(absl::StrCat("get or create job: job name \"", req.job_name(), "\" is used by ",
                                                    JobName(job->id), " of dataset ", job->dataset_id, " in mode ",
@@ -96,6 +113,7 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
           absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ", st.message()));
     }
   }
+  if (req.has_resume()) TFD_RETURN_IF_ERROR(CheckResumeLocked(req, *plan));
   if (req.num_consumers() > 0) {
     if (auto st = CheckInfinite(pipeline, config_.build_options); !st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -113,6 +131,27 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
   return plan;
 }
 
+absl::Status Dispatcher::CheckResumeLocked(const GetOrCreateJobRequest& req, const SplitPlan& plan) const {
+  const ResumePlan& r = req.resume();
+  const std::string& fingerprint = state_.FindDataset(req.dataset_id())->fingerprint;
+  if (r.dataset_fingerprint() != fingerprint) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("get or create job: the read state is of another pipeline (fingerprint ", r.dataset_fingerprint(),
+                     "), not of dataset ", req.dataset_id(), " (fingerprint ", fingerprint, "): nothing was read"));
+  }
+  if (r.plan_fingerprint() != SplitPlanFingerprint(plan)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("get or create job: the read state does not fit dataset ", req.dataset_id(),
+                     "'s splits as they are now (split plan ", r.plan_fingerprint(), " then, ",
+                     SplitPlanFingerprint(plan), " with ", plan.num_splits(),
+                     " splits now): its source changed (a file list, or the files a list_files pattern "
+                     "matches); nothing was read"));
+  }
+  auto progress = ReadProgress::FromPlan(r, plan.num_splits(), "get or create job: the read state");
+  if (!progress.ok()) return progress.status();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest& req) {
   // Before the job exists: a pipeline that does not suit the job creates nothing.
   TFD_ASSIGN_OR_RETURN(std::optional<SplitPlan> plan, PlanNewJobLocked(req));
@@ -127,6 +166,7 @@ absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest&
   c->set_exactly_once(req.exactly_once());
   // The plan goes into the journal: a restart must not list a list_files directory again.
   if (plan) *c->mutable_split_plan() = plan->ToRecord();
+  if (req.has_resume()) *c->mutable_resume() = req.resume();
   TFD_RETURN_IF_ERROR(ApplyLocked(u));
   const DispatcherState::Job* job = state_.FindJob(c->job_id());
   if (plan) split_plans_.emplace(job->id, *std::move(plan));
@@ -147,6 +187,9 @@ absl::StatusOr<int64_t> Dispatcher::CurrentIterationLocked(int64_t job_id) {
     c->set_repetition(0);
     TFD_RETURN_IF_ERROR(ApplyLocked(u));
     iteration_unclaimed_since_[c->iteration_id()] = absl::Now();
+    // A resumed job's pool holds the splits handed out in part before, with everything to skip
+    // known from the plan: no reader of this job has anything in flight to wait for.
+    if (state_.FindJob(job_id)->resume_progress) receipts_.StartBarrier(c->iteration_id(), {});
     for (const std::string& w : state_.Workers()) {
       // A suspected worker (readers could not reach it, and it has not heartbeated since) gets its
       // task at its next heartbeat, if it ever comes (AssignTasksLocked).

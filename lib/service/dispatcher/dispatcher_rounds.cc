@@ -59,6 +59,11 @@ absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
           "exactly-once reads and coordinated reads (--num-consumers) cannot be combined");
     }
   }
+  if (req.has_resume() && !req.exactly_once()) {
+    return absl::InvalidArgumentError(
+        "resuming from a read state needs exactly-once reads (--exactly-once, exactly_once=True) in "
+        "--mode distributed_epoch");
+  }
   if (req.cross_trainer_cache()) {
     if (req.job_name().empty()) {
       return absl::InvalidArgumentError("--cross-trainer-cache needs a --job-name shared by the trainers");

@@ -4,8 +4,12 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "lib/core/status_macros.h"
 #include "spdlog/spdlog.h"
+#include "xxhash.h"
 
 namespace tfdata::service {
 namespace {
@@ -16,6 +20,34 @@ void SetSkips(const SkipRanges& skips, Split* split) {
 }
 
 }  // namespace
+
+SkipRanges Dispatcher::SkipsLocked(const DispatcherState::Iteration& iteration, int64_t epoch, int64_t split) const {
+  SkipRanges skips = receipts_.Received(iteration.id, epoch, split);
+  const ReadProgress* resumed = state_.ResumeOf(iteration);
+  if (resumed == nullptr) return skips;
+  // What readers had handed out before the resume, with what readers of this job have since.
+  const std::map<int64_t, SeqRanges> partial = resumed->Partial(epoch);
+  auto before = partial.find(split);
+  if (before == partial.end()) return skips;
+  SeqRanges all = before->second;
+  for (int i = 0; i < std::min(skips.begins_size(), skips.ends_size()); ++i) all.Add(skips.begins(i), skips.ends(i));
+  SkipRanges out;
+  for (const auto& [b, e] : all.ranges()) {
+    out.add_begins(b);
+    out.add_ends(e);
+  }
+  return out;
+}
+
+std::string SplitPlanFingerprint(const SplitPlan& plan) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  plan.ToRecord().SerializeToCodedStream(&coded);
+  coded.Trim();
+  return absl::StrFormat("%016x", XXH3_64bits(bytes.data(), bytes.size()));
+}
 
 absl::StatusOr<const SplitPlan*> Dispatcher::SplitPlanLocked(int64_t job_id) {
   auto it = split_plans_.find(job_id);
@@ -82,7 +114,7 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
     const int64_t n = std::min<int64_t>(max_splits, static_cast<int64_t>(pool->second.size()));
     for (int64_t k = 0; k < n; ++k) {
       a->add_indices(pool->second[k]);
-      if (job->exactly_once) *a->add_skips() = receipts_.Received(iteration->id, req.epoch(), pool->second[k]);
+      if (job->exactly_once) *a->add_skips() = SkipsLocked(*iteration, req.epoch(), pool->second[k]);
     }
     if (auto st = ApplyLocked(u); !st.ok()) return st;
     for (int k = 0; k < a->indices_size(); ++k) {
@@ -92,9 +124,9 @@ absl::Status Dispatcher::GetSplits(const GetSplitsRequest& req, GetSplitsRespons
     }
     return absl::OkStatus();
   }
-  auto next_it = iteration->next_split.find(req.epoch());
-  const int64_t next = next_it == iteration->next_split.end() ? 0 : next_it->second;
-  const int64_t count = std::min<int64_t>(max_splits, plan->num_splits() - next);
+  // A resumed iteration leaves out the splits handed out before it.
+  const auto [next, run_end] = state_.NextSplitRun(*iteration, req.epoch());
+  const int64_t count = std::min<int64_t>(max_splits, std::min(plan->num_splits(), run_end) - next);
   if (count <= 0) {
     // Exactly once: the epoch ends only when no split of it can come back to the pool.
     if (job->exactly_once && !EpochSettledLocked(iteration->id, req.epoch())) {

@@ -4,6 +4,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "lib/core/status_macros.h"
+#include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher/dispatcher_state_internal.h"
 
 namespace tfdata::service {
@@ -139,8 +141,26 @@ absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
   jobs_[u.job_id()] = Job{u.job_id(),        u.dataset_id(),          u.mode(),        u.job_name(), {},
                           u.num_consumers(), u.cross_trainer_cache(), u.exactly_once()};
   if (u.has_split_plan()) jobs_[u.job_id()].split_plan = u.split_plan();
+  if (u.has_resume()) {
+    if (auto st = SetResume(jobs_[u.job_id()], u.resume()); !st.ok()) {
+      jobs_.erase(u.job_id());
+      return st;
+    }
+  }
   if (!u.job_name().empty()) job_by_name_[u.job_name()] = u.job_id();
   ++next_job_id_;
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherState::SetResume(Job& job, const ResumePlan& plan) {
+  if (!job.exactly_once || !job.split_plan) return Inconsistent("a resumed job that is not exactly-once");
+  auto split_plan = SplitPlan::FromRecord(*job.split_plan);
+  if (!split_plan.ok())
+    return Inconsistent(absl::StrCat("a resumed job's split plan: ", split_plan.status().message()));
+  auto progress = ReadProgress::FromPlan(plan, split_plan->num_splits(), "resume plan");
+  if (!progress.ok()) return Inconsistent(std::string(progress.status().message()));
+  job.resume = plan;
+  job.resume_progress = std::make_shared<const ReadProgress>(*std::move(progress));
   return absl::OkStatus();
 }
 
@@ -153,6 +173,12 @@ absl::Status DispatcherState::CreateIteration(const CreateIterationUpdate& u) {
   it.id = u.iteration_id();
   it.job_id = u.job_id();
   it.repetition = u.repetition();
+  if (it.repetition == 0 && job->resume_progress) {
+    // Splits handed out in part before go first, with what was handed out as skips.
+    for (const EpochResume& e : job->resume->epochs()) {
+      for (const SplitSkips& s : e.partial()) it.returned_splits[e.epoch()].push_back(s.split());
+    }
+  }
   iterations_[it.id] = it;
   live_iterations_.insert(it.id);
   job->iterations.push_back(it.id);
@@ -273,6 +299,7 @@ StateSnapshot DispatcherState::Snapshot() const {
     auto* o = s.add_jobs();
     ToSnapshot(j, *o);
     if (j.split_plan) *o->mutable_split_plan() = *j.split_plan;
+    if (j.resume) *o->mutable_resume() = *j.resume;
   }
   for (const auto& [id, it] : iterations_) {
     auto* o = s.add_iterations();
@@ -325,6 +352,7 @@ absl::Status DispatcherState::Restore(const StateSnapshot& s) {
     if (!r.datasets_.contains(j.dataset_id())) return Inconsistent("snapshot: job of an unknown dataset");
     FromSnapshot(j, r.jobs_[j.id()]);
     if (j.has_split_plan()) r.jobs_[j.id()].split_plan = j.split_plan();
+    if (j.has_resume()) TFD_RETURN_IF_ERROR(SetResume(r.jobs_[j.id()], j.resume()));
     if (!j.name().empty()) r.job_by_name_[j.name()] = j.id();
   }
   for (const auto& i : s.iterations()) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "lib/service/common/names.h"
+#include "lib/service/common/read_progress.h"
 #include "proto/journal.pb.h"
 #include "proto/service.pb.h"
 
@@ -52,6 +54,10 @@ class DispatcherState {
     // distributed_epoch: the splits as planned at creation (journals from before it was recorded
     // have none: the plan is then made again from the pipeline).
     std::optional<SplitPlanRecord> split_plan;
+    // A resumed job (GetOrCreateJobRequest.resume): where its first iteration starts, as recorded,
+    // and read (derived from it: not in the snapshot).
+    std::optional<ResumePlan> resume;
+    std::shared_ptr<const ReadProgress> resume_progress;
   };
   // Coordinated reads: a task whose worker was lost stays visible with the round it left the
   // rotation at, so that every consumer computes the same rotation.
@@ -136,6 +142,12 @@ class DispatcherState {
   std::vector<int64_t> ReturnableSplits(const Task& task) const;
   // Whether a live task of the iteration other than `except` may still ask for splits of `epoch`.
   bool EpochOpenElsewhere(int64_t iteration_id, int64_t epoch, int64_t except) const;
+  // A resumed job's first iteration: what its readers handed out before (nullptr otherwise).
+  const ReadProgress* ResumeOf(const Iteration& iteration) const;
+  // distributed_epoch: the next split of `epoch` to hand out in order and the end of the run of
+  // splits from it that may go out together (a resumed iteration leaves out what was handed out
+  // before; otherwise the end is unbounded). AssignSplitsUpdate.first must be this next split.
+  std::pair<int64_t, int64_t> NextSplitRun(const Iteration& iteration, int64_t epoch) const;
 
   // Id allocation: the next unused id of each kind (ids are never reused).
   int64_t NextJobId() const { return next_job_id_; }
@@ -162,6 +174,8 @@ class DispatcherState {
   absl::Status EndSplits(const EndSplitsUpdate& u);
   absl::Status RequeueSplits(const RequeueSplitsUpdate& u);
   absl::Status Restore(const StateSnapshot& s);
+  // Records a resumed job's plan, checked against its split plan.
+  static absl::Status SetResume(Job& job, const ResumePlan& plan);
 
   std::map<std::string, Dataset> datasets_;
   std::map<std::string, std::string> dataset_by_fingerprint_;

@@ -1,6 +1,7 @@
 // DispatcherState: the distributed_epoch split records (assign, return, requeue, end, deliver)
 // and the queries about splits. The other records are applied in dispatcher_state.cc.
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "lib/service/dispatcher/dispatcher_state.h"
@@ -45,11 +46,15 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
     return absl::OkStatus();
   }
   if (u.count() <= 0) return Inconsistent("empty split assignment");
-  int64_t& next = it->next_split[u.epoch()];
+  const auto [next, run_end] = NextSplitRun(*it, u.epoch());
   if (u.first() != next) {
     return Inconsistent(absl::StrCat("splits of epoch ", u.epoch(), " out of order: ", u.first(), " after ", next));
   }
-  next += u.count();
+  if (u.count() > run_end - next) {
+    return Inconsistent(absl::StrCat("splits of epoch ", u.epoch(), " [", u.first(), ", ", u.first() + u.count(),
+                                     ") include splits handed out before the job was resumed"));
+  }
+  it->next_split[u.epoch()] = next + u.count();
   t->splits_assigned += u.count();
   t->last_epoch = u.epoch();
   t->last_first = u.first();
@@ -61,6 +66,32 @@ absl::Status DispatcherState::AssignSplits(const AssignSplitsUpdate& u) {
     t->outstanding_indices.push_back(i);
   }
   return absl::OkStatus();
+}
+
+const ReadProgress* DispatcherState::ResumeOf(const Iteration& iteration) const {
+  if (iteration.repetition != 0) return nullptr;
+  const Job* job = FindJob(iteration.job_id);
+  return job == nullptr ? nullptr : job->resume_progress.get();
+}
+
+std::pair<int64_t, int64_t> DispatcherState::NextSplitRun(const Iteration& iteration, int64_t epoch) const {
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  auto n = iteration.next_split.find(epoch);
+  int64_t next = n == iteration.next_split.end() ? 0 : n->second;
+  const ReadProgress* resumed = ResumeOf(iteration);
+  if (resumed == nullptr) return {next, kUnbounded};
+  if (epoch < resumed->first_epoch()) return {resumed->num_splits(), kUnbounded};
+  // The ranges are few: the done ones and one per split handed out in part.
+  const SeqRanges excluded = resumed->Excluded(epoch);
+  for (const auto& [b, e] : excluded.ranges()) {
+    if (e <= next) continue;
+    if (b <= next) {
+      next = e;
+      continue;
+    }
+    return {next, b};
+  }
+  return {next, kUnbounded};
 }
 
 std::vector<int64_t> DispatcherState::ReturnableSplits(const Task& task) const {

@@ -54,6 +54,7 @@ void Dispatcher::FillTaskDef(int64_t task_id, TaskDef* def) const {
   def->set_num_consumers(job->num_consumers);
   def->set_cross_trainer_cache(job->cross_trainer_cache);
   def->set_exactly_once(job->exactly_once);
+  if (const ReadProgress* resumed = state_.ResumeOf(*iteration)) def->set_first_epoch(resumed->first_epoch());
   if (IsStaticSharding(job->mode)) {
     const auto& list = config_.worker_addresses;
     def->set_num_workers(static_cast<int32_t>(list.size()));

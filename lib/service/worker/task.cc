@@ -22,7 +22,8 @@ Task::Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dis
     : def_(def),
       config_(config),
       splits_(def.mode() == DISTRIBUTED_EPOCH
-                  ? std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher, config.dispatcher_retry)
+                  ? std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher, config.dispatcher_retry,
+                                                        def.first_epoch())
                   : nullptr),
       buffer_(config.buffer_elements, config.buffer_bytes),
       policy_(MakeServingPolicy(def_, config, buffer_)),
@@ -165,7 +166,8 @@ absl::Status Task::Run() {
   if (def_.exactly_once()) {
     if (!splits_) return absl::InvalidArgumentError("exactly-once reads need processing mode distributed_epoch");
     // Each split on its own, every element with its position, and a marker at each split's end.
-    TFD_ASSIGN_OR_RETURN(auto it, SplitIsolatedIterator::Create(pipeline, options, splits_, ctx, source));
+    TFD_ASSIGN_OR_RETURN(auto it,
+                         SplitIsolatedIterator::Create(pipeline, options, splits_, ctx, source, def_.first_epoch()));
     return Pump(buffer_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
       TFD_ASSIGN_OR_RETURN(const SplitStep step, it->Step(&b->element, &b->position));
       if (step == SplitStep::kEnd) return false;

@@ -21,8 +21,9 @@ namespace tfdata::service {
 // producer thread asks for splits (Next), the heartbeat reads the counters, any thread may Cancel.
 class TaskSplitProvider final : public SplitProvider {
  public:
-  TaskSplitProvider(int64_t task_id, DispatcherClient* dispatcher, absl::Duration retry)
-      : task_id_(task_id), dispatcher_(dispatcher), retry_(retry) {}
+  // `first_epoch`: the first epoch to ask splits for (a resumed job starts past the epochs read before).
+  TaskSplitProvider(int64_t task_id, DispatcherClient* dispatcher, absl::Duration retry, int64_t first_epoch = 0)
+      : task_id_(task_id), dispatcher_(dispatcher), epochs_(first_epoch), retry_(retry) {}
 
   int64_t StartEpoch() override { return epochs_.fetch_add(1); }
 

@@ -1,0 +1,184 @@
+#include "lib/service/common/read_progress.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace tfdata::service {
+namespace {
+
+// Checks half-open ranges: non-empty, sorted, disjoint, within [0, limit) when limit >= 0.
+absl::Status CheckRanges(const google::protobuf::RepeatedField<int64_t>& begins,
+                         const google::protobuf::RepeatedField<int64_t>& ends, int64_t limit, const std::string& what) {
+  if (begins.size() != ends.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", begins.size(), " range begins but ", ends.size(), " ends"));
+  }
+  int64_t last_end = -1;
+  for (int i = 0; i < begins.size(); ++i) {
+    const int64_t b = begins[i], e = ends[i];
+    if (b < 0 || e <= b || (limit >= 0 && e > limit) || b <= last_end) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": range [", b, ", ", e, ") is ",
+                                                     b < 0 || e <= b             ? "empty or negative"
+                                                     : (limit >= 0 && e > limit) ? absl::StrCat("past ", limit)
+                                                                                 : "out of order or overlapping"));
+    }
+    last_end = e;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ReadProgress> ReadProgress::FromPlan(const ResumePlan& plan, int64_t num_splits,
+                                                    const std::string& where) {
+  if (num_splits < 0) return absl::InvalidArgumentError(absl::StrCat(where, ": negative number of splits"));
+  if (plan.first_epoch() < 0) return absl::InvalidArgumentError(absl::StrCat(where, ": negative first epoch"));
+  ReadProgress p(num_splits);
+  p.first_epoch_ = plan.first_epoch();
+  int64_t last_epoch = plan.first_epoch() - 1;
+  for (const EpochResume& er : plan.epochs()) {
+    const std::string e_where = absl::StrCat(where, ": epoch ", er.epoch());
+    if (er.epoch() <= last_epoch) {
+      return absl::InvalidArgumentError(absl::StrCat(e_where, " is before the first epoch or out of order"));
+    }
+    last_epoch = er.epoch();
+    if (auto st = CheckRanges(er.done_begins(), er.done_ends(), num_splits, absl::StrCat(e_where, ": splits done"));
+        !st.ok()) {
+      return st;
+    }
+    Epoch& e = p.epochs_[er.epoch()];
+    for (int i = 0; i < er.done_begins_size(); ++i) e.done.Add(er.done_begins(i), er.done_ends(i));
+    int64_t last_split = -1;
+    for (const SplitSkips& s : er.partial()) {
+      const std::string s_where = absl::StrCat(e_where, ": split ", s.split());
+      if (s.split() < 0 || s.split() >= num_splits) {
+        return absl::InvalidArgumentError(absl::StrCat(s_where, " is not in the plan's ", num_splits, " splits"));
+      }
+      if (s.split() <= last_split) return absl::InvalidArgumentError(absl::StrCat(s_where, " is out of order"));
+      last_split = s.split();
+      if (e.done.Contains(s.split())) {
+        return absl::InvalidArgumentError(absl::StrCat(s_where, " is both done and in progress"));
+      }
+      if (s.has_count() && s.count() < 0) return absl::InvalidArgumentError(absl::StrCat(s_where, ": negative count"));
+      if (auto st = CheckRanges(s.begins(), s.ends(), s.has_count() ? s.count() : -1, s_where); !st.ok()) return st;
+      Split& sp = e.partial[s.split()];
+      for (int i = 0; i < s.begins_size(); ++i) sp.handed.Add(s.begins(i), s.ends(i));
+      if (s.has_count()) sp.count = s.count();
+    }
+    for (auto it = e.partial.begin(); it != e.partial.end();) {
+      const int64_t split = (it++)->first;
+      p.Settle(er.epoch(), e, split);
+    }
+  }
+  p.Advance();
+  return p;
+}
+
+void ReadProgress::Handed(int64_t epoch, int64_t split, int64_t seq) {
+  if (epoch < first_epoch_) return;
+  Epoch& e = epochs_[epoch];
+  if (e.done.Contains(split)) return;
+  e.partial[split].handed.Add(seq, seq + 1);
+}
+
+void ReadProgress::SplitEnd(int64_t epoch, int64_t split, int64_t count) {
+  if (epoch < first_epoch_) return;
+  Epoch& e = epochs_[epoch];
+  if (e.done.Contains(split)) return;
+  e.partial[split].count = count;
+  Settle(epoch, e, split);
+  Advance();
+}
+
+void ReadProgress::Settle(int64_t epoch, Epoch& e, int64_t split) {
+  auto it = e.partial.find(split);
+  if (it == e.partial.end() || !it->second.count || !it->second.handed.Covers(*it->second.count)) return;
+  e.partial.erase(it);
+  e.done.Add(split, split + 1);
+  (void)epoch;
+}
+
+void ReadProgress::Advance() {
+  while (true) {
+    auto it = epochs_.begin();
+    while (it != epochs_.end() && it->first < first_epoch_) it = epochs_.erase(it);
+    if (it == epochs_.end() || it->first != first_epoch_ || !it->second.partial.empty() || num_splits_ <= 0 ||
+        !it->second.done.Covers(num_splits_)) {
+      return;
+    }
+    epochs_.erase(it);
+    ++first_epoch_;
+  }
+}
+
+void ReadProgress::Merge(const ReadProgress& other) {
+  if (num_splits_ == 0) num_splits_ = other.num_splits_;
+  first_epoch_ = std::max(first_epoch_, other.first_epoch_);
+  for (const auto& [epoch, oe] : other.epochs_) {
+    if (epoch < first_epoch_) continue;
+    Epoch& e = epochs_[epoch];
+    for (const auto& [b, end] : oe.done.ranges()) e.done.Add(b, end);
+    for (const auto& [split, os] : oe.partial) {
+      Split& s = e.partial[split];
+      for (const auto& [b, end] : os.handed.ranges()) s.handed.Add(b, end);
+      if (os.count) s.count = os.count;
+    }
+    // A split another reader handed out in full is done, whatever this one has of it.
+    for (auto it = e.partial.begin(); it != e.partial.end();) {
+      if (e.done.Contains(it->first)) {
+        it = e.partial.erase(it);
+      } else {
+        Settle(epoch, e, (it++)->first);
+      }
+    }
+  }
+  Advance();
+}
+
+ResumePlan ReadProgress::ToPlan() const {
+  ResumePlan plan;
+  plan.set_first_epoch(first_epoch_);
+  for (const auto& [epoch, e] : epochs_) {
+    if (epoch < first_epoch_ || (e.done.ranges().empty() && e.partial.empty())) continue;
+    EpochResume* er = plan.add_epochs();
+    er->set_epoch(epoch);
+    for (const auto& [b, end] : e.done.ranges()) {
+      er->add_done_begins(b);
+      er->add_done_ends(end);
+    }
+    for (const auto& [split, s] : e.partial) {
+      SplitSkips* sk = er->add_partial();
+      sk->set_split(split);
+      for (const auto& [b, end] : s.handed.ranges()) {
+        sk->add_begins(b);
+        sk->add_ends(end);
+      }
+      if (s.count) sk->set_count(*s.count);
+    }
+  }
+  return plan;
+}
+
+SeqRanges ReadProgress::Excluded(int64_t epoch) const {
+  SeqRanges out;
+  if (epoch < first_epoch_) {
+    out.Add(0, num_splits_);
+    return out;
+  }
+  auto it = epochs_.find(epoch);
+  if (it == epochs_.end()) return out;
+  out = it->second.done;
+  for (const auto& [split, s] : it->second.partial) out.Add(split, split + 1);
+  return out;
+}
+
+std::map<int64_t, SeqRanges> ReadProgress::Partial(int64_t epoch) const {
+  std::map<int64_t, SeqRanges> out;
+  auto it = epochs_.find(epoch);
+  if (it == epochs_.end()) return out;
+  for (const auto& [split, s] : it->second.partial) out.emplace(split, s.handed);
+  return out;
+}
+
+}  // namespace tfdata::service

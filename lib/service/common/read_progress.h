@@ -1,0 +1,70 @@
+// What a reader of an exactly-once distributed_epoch job has handed to its trainer, split by
+// split (issue 22): the ground of read states and of resuming from them.
+//
+// Per epoch from first_epoch() on: the splits handed out in full (index ranges) and, for the
+// others, the sequence numbers handed out (ranges) and the split's element count once its end was
+// handed out. Epochs handed out in full are folded into first_epoch(). As a ResumePlan
+// (proto/service.proto) it is both a reader's state and the plan a resumed job starts from:
+// merging the states of the readers of a shared job is the union of what each handed out.
+//
+// Used by the reader (Handed/SplitEnd for every element Next() returns) and by the dispatcher
+// (FromPlan checks a plan that came over the wire; Excluded tells what not to hand out).
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "lib/service/common/seq_ranges.h"
+#include "proto/service.pb.h"
+
+namespace tfdata::service {
+
+class ReadProgress {
+ public:
+  ReadProgress() = default;
+  explicit ReadProgress(int64_t num_splits) : num_splits_(num_splits) {}
+  // The progress a plan describes, checked: InvalidArgument naming the epoch, split and range
+  // when it is malformed or names a split outside [0, num_splits) (`where` begins the message).
+  static absl::StatusOr<ReadProgress> FromPlan(const ResumePlan& plan, int64_t num_splits, const std::string& where);
+
+  // Element `seq` of split `split` of `epoch` was handed to the trainer.
+  void Handed(int64_t epoch, int64_t split, int64_t seq);
+  // The split's end was handed out: it has `count` elements.
+  void SplitEnd(int64_t epoch, int64_t split, int64_t count);
+  // Adds what `other` handed out (the union).
+  void Merge(const ReadProgress& other);
+
+  // As a plan (fingerprints left empty: the caller sets them). Normalised: the same progress
+  // gives the same plan.
+  ResumePlan ToPlan() const;
+  int64_t first_epoch() const { return first_epoch_; }
+  int64_t num_splits() const { return num_splits_; }
+  // For the dispatcher: the splits of `epoch` not to hand out in order (done or partial), and the
+  // splits handed out in part, with what to skip.
+  SeqRanges Excluded(int64_t epoch) const;
+  std::map<int64_t, SeqRanges> Partial(int64_t epoch) const;
+
+ private:
+  struct Split {
+    SeqRanges handed;
+    std::optional<int64_t> count;
+  };
+  struct Epoch {
+    SeqRanges done;  // split indices
+    std::map<int64_t, Split> partial;
+  };
+  // Moves the split to the done ranges once it was handed out in full.
+  void Settle(int64_t epoch, Epoch& e, int64_t split);
+  // Folds leading epochs handed out in full into first_epoch_.
+  void Advance();
+
+  int64_t num_splits_ = 0;
+  int64_t first_epoch_ = 0;
+  std::map<int64_t, Epoch> epochs_;
+};
+
+}  // namespace tfdata::service

@@ -1,0 +1,222 @@
+// Resumable reads (issue 22) through real in-process clusters: a reader resumed from a read state
+// delivers exactly what had not been handed out, though the first read went on, the workers
+// changed, or the job was shared; states that do not fit are refused.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "lib/service/client/read_state.h"
+#include "tests/test_cluster.h"
+#include "tests/test_util.h"
+
+using namespace tfdata;
+using namespace tfdata::testing;
+
+namespace {
+
+service::ReaderOptions Resumable(const std::string& id, const std::string& job_name = "") {
+  service::ReaderOptions o;
+  o.dataset_id = id;
+  o.mode = service::DISTRIBUTED_EPOCH;
+  o.job_name = job_name;
+  o.exactly_once = true;
+  return o;
+}
+
+// The next `n` elements (fewer at the end).
+std::vector<Element> Take(service::Reader& reader, int64_t n) {
+  std::vector<Element> out;
+  Element e;
+  while (static_cast<int64_t>(out.size()) < n) {
+    auto more = reader.Next(&e);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    out.push_back(e);
+  }
+  return out;
+}
+
+// Every int64 value of the elements, sorted (a batch gives all of its values).
+std::vector<int64_t> Values(const std::vector<Element>& elements) {
+  std::vector<int64_t> out;
+  for (const Element& e : elements) {
+    REQUIRE(e.size() == 1);
+    out.insert(out.end(), e[0].data<int64_t>(), e[0].data<int64_t>() + e[0].num_elements());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// range(n) `epochs` times, sorted.
+std::vector<int64_t> Expected(int64_t n, int epochs = 1) {
+  std::vector<int64_t> v;
+  for (int e = 0; e < epochs; ++e) {
+    for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::vector<Element> Concat(std::vector<Element> a, const std::vector<Element>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("resume: the rest of the read exactly, though the first read went on and the workers changed",
+          "[resume][cluster]") {
+  struct Case {
+    std::string pipeline;
+    int epochs;
+    int64_t take;  // elements handed out before the state
+  };
+  const std::vector<Case> cases = {
+      // batch and a seeded shuffle after the source: a split's output depends on the split alone.
+      {"op { range { stop: 3000 } } op { shuffle { buffer_size: 64 seed: 7 } } op { batch { batch_size: 10 } }", 1,
+       137},
+      // Three epochs; the state is taken in the second.
+      {"op { range { stop: 500 } } op { repeat { count: 3 } }", 3, 777},
+  };
+  for (const Case& c : cases) {
+    for (const auto& [before, after] : std::vector<std::pair<int, int>>{{1, 1}, {2, 3}}) {
+      INFO(c.pipeline << ": " << before << " worker(s), then " << after);
+      TestCluster cluster(before);
+      const std::string id = cluster.Register(c.pipeline);
+      auto first = cluster.NewReader(Resumable(id));
+      REQUIRE(first.ok());
+      const std::vector<Element> handed = Take(**first, c.take);
+      REQUIRE(static_cast<int64_t>(handed.size()) == c.take);
+      auto state = (*first)->SaveState();
+      REQUIRE(state.ok());
+      CHECK(state->elements() == c.take);
+      // The trainer reads on past its checkpoint before it dies (tensorflow#63079): the job moves
+      // on, the state does not.
+      CHECK(Take(**first, 50).size() == 50);
+      first->reset();
+      while (static_cast<int>(cluster.num_workers()) < after) cluster.AddWorker();
+      service::ReaderOptions o = Resumable(id);
+      o.resume = {*state};
+      auto resumed = cluster.NewReader(o);
+      REQUIRE(resumed.ok());
+      const std::vector<Element> rest = ReadAll(**resumed);
+      CHECK(Values(Concat(handed, rest)) ==
+            Expected(c.pipeline.find("3000") != std::string::npos ? 3000 : 500, c.epochs));
+      CHECK((*resumed)->duplicates_dropped() == 0);
+      // Its own state at the end says everything was handed out: a resume from it reads nothing.
+      auto end_state = (*resumed)->SaveState();
+      REQUIRE(end_state.ok());
+      CHECK(end_state->elements() == static_cast<int64_t>(handed.size() + rest.size()));
+      CHECK(end_state->handed().epochs_size() == 0);
+      CHECK(end_state->handed().first_epoch() == c.epochs);
+      o.resume = {*end_state};
+      auto again = cluster.NewReader(o);
+      REQUIRE(again.ok());
+      CHECK(ReadAll(**again).empty());
+    }
+  }
+}
+
+TEST_CASE("resume: a state is small, and it stays small as the read goes on", "[resume][cluster]") {
+  TestCluster cluster(2);
+  const std::string id = cluster.Register("op { range { stop: 200000 } } op { batch { batch_size: 4 } }");
+  auto reader = cluster.NewReader(Resumable(id));
+  REQUIRE(reader.ok());
+  size_t largest = 0;
+  for (int round = 0; round < 20; ++round) {
+    Take(**reader, 1000);
+    auto state = (*reader)->SaveState();
+    REQUIRE(state.ok());
+    largest = std::max(largest, service::EncodeReadState(*state).size());
+  }
+  // Fingerprints, one range of splits done, and the few splits in progress.
+  CHECK(largest < 400);
+}
+
+TEST_CASE("resume: the readers of a shared job resume together from their merged states", "[resume][cluster]") {
+  TestCluster cluster(2);
+  const std::string id = cluster.Register(
+      "op { range { stop: 4000 } } op { shuffle { buffer_size: 32 seed: 5 } } op { batch { batch_size: 8 } }");
+  // Small buffers, so that neither reader fetches the whole job before the other starts.
+  service::ReaderOptions small = Resumable(id, "train");
+  small.buffer_elements = 4;
+  small.max_elements_per_request = 2;
+  auto a = cluster.NewReader(small);
+  auto b = cluster.NewReader(small);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  std::vector<Element> handed = Take(**a, 40);
+  handed = Concat(handed, Take(**b, 70));
+  auto state_a = (*a)->SaveState();
+  auto state_b = (*b)->SaveState();
+  REQUIRE(state_a.ok());
+  REQUIRE(state_b.ok());
+  CHECK(state_a->elements() == 40);
+  CHECK(state_b->elements() == 70);
+  Take(**a, 30);  // past the checkpoint
+  a->reset();
+  b->reset();
+  // The same name again is refused: that job has moved on.
+  service::ReaderOptions o = Resumable(id, "train");
+  o.resume = {*state_a, *state_b};
+  auto same_name = cluster.NewReader(o);
+  REQUIRE_FALSE(same_name.ok());
+  CHECK_THAT(std::string(same_name.status().message()),
+             Catch::Contains("exists and was not resumed from a read state") && Catch::Contains("a name of its own"));
+  o.job_name = "train-restart-1";
+  std::vector<std::unique_ptr<service::Reader>> rs;
+  const std::vector<Element> rest = ReadShared(cluster, o, 2, &rs);
+  CHECK(Values(Concat(handed, rest)) == Expected(4000));
+  // A reader that passes another state under that name is refused.
+  service::ReaderOptions other = o;
+  other.resume = {*state_a};
+  auto mismatch = cluster.NewReader(other);
+  REQUIRE_FALSE(mismatch.ok());
+  CHECK_THAT(std::string(mismatch.status().message()), Catch::Contains("resumed from another read state"));
+}
+
+TEST_CASE("resume: a state of another pipeline, of a changed file list, or of a plain read is refused",
+          "[resume][cluster]") {
+  TempDir dir;
+  const std::string data = dir.Join("data");
+  std::filesystem::create_directories(data);
+  for (const char* f : {"a.txt", "b.txt"}) std::ofstream(data + "/" + f) << "x\ny\n";
+  TestCluster cluster(1);
+  const std::string files =
+      cluster.Register("op { list_files { pattern: \"" + data + "/*.txt\" shuffle: false } } op { text_line {} }");
+  auto reader = cluster.NewReader(Resumable(files));
+  REQUIRE(reader.ok());
+  Take(**reader, 1);
+  auto state = (*reader)->SaveState();
+  REQUIRE(state.ok());
+  reader->reset();
+  service::ReaderOptions o = Resumable(files);
+  o.resume = {*state};
+  // Another pipeline.
+  o.dataset_id = cluster.Register("op { range { stop: 10 } }");
+  auto other = cluster.NewReader(o);
+  REQUIRE_FALSE(other.ok());
+  CHECK(absl::IsFailedPrecondition(other.status()));
+  CHECK_THAT(std::string(other.status().message()), Catch::Contains("the read state is of another pipeline"));
+  // The same pipeline, but its files changed.
+  std::ofstream(data + "/c.txt") << "z\n";
+  o.dataset_id = files;
+  auto changed = cluster.NewReader(o);
+  REQUIRE_FALSE(changed.ok());
+  CHECK_THAT(std::string(changed.status().message()),
+             Catch::Contains("its source changed") && Catch::Contains("3 splits now"));
+  // Not exactly once: no state to take, none to resume from.
+  service::ReaderOptions plain = Resumable(files);
+  plain.exactly_once = false;
+  auto p = cluster.NewReader(plain);
+  REQUIRE(p.ok());
+  CHECK(absl::IsFailedPrecondition((*p)->SaveState().status()));
+  plain.resume = {*state};
+  auto refused = cluster.NewReader(plain);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("needs exactly-once reads"));
+}
