@@ -30,6 +30,7 @@ struct ReadFlags {
   std::string save_state;
   int64_t save_state_every = 1000;
   std::vector<std::string> resume;
+  bool deterministic = false;
   std::string trainer_id;
   std::string target_workers = "auto";
   std::string worker_tag;
@@ -70,10 +71,15 @@ int RunRead(const ReadFlags& f) {
   if (!f.cross_trainer_cache && !f.trainer_id.empty())
     return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
   // Read states are of exactly-once reads: asking for one asks for those.
-  const bool exactly_once = f.exactly_once || !f.save_state.empty() || !f.resume.empty();
-  if ((!f.save_state.empty() || !f.resume.empty()) && *mode != service::DISTRIBUTED_EPOCH) {
-    return Fail("--save-state and --resume need --mode distributed_epoch (docs/guarantees.md: resumable reads)",
-                kExitUsage);
+  const bool exactly_once = f.exactly_once || !f.save_state.empty() || !f.resume.empty() || f.deterministic;
+  if ((!f.save_state.empty() || !f.resume.empty() || f.deterministic) && *mode != service::DISTRIBUTED_EPOCH) {
+    return Fail(
+        "--save-state, --resume and --deterministic need --mode distributed_epoch (docs/guarantees.md: resumable "
+        "reads)",
+        kExitUsage);
+  }
+  if (f.deterministic && !f.job_name.empty()) {
+    return Fail("--deterministic needs a reader alone in its job: drop --job-name", kExitUsage);
   }
   if (f.save_state_every < 1) return Fail("--save-state-every must be at least 1", kExitUsage);
   if (f.exactly_once && *mode != service::DISTRIBUTED_EPOCH)
@@ -127,6 +133,7 @@ int RunRead(const ReadFlags& f) {
   options.job_name = f.job_name;
   options.max_outstanding_requests = f.max_outstanding_requests;
   options.exactly_once = exactly_once;
+  options.deterministic = f.deterministic;
   for (const std::string& path : f.resume) {
     auto state = service::ReadReadStateFile(path);
     if (!state.ok()) return Fail(state.status(), kExitRuntimeError);
@@ -200,6 +207,9 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--resume", f->resume,
                   "Start where this read state file left off (repeat it with the states of every reader of a "
                   "shared job, under a new --job-name); implies --exactly-once (distributed_epoch)");
+  sub->add_flag("--deterministic", f->deterministic,
+                "distributed_epoch: the same elements in the same order on every run, whatever the workers' number, "
+                "speed or deaths (splits in the job's order, put in order here); implies --exactly-once");
   sub->add_option("--target-workers", f->target_workers,
                   "Which workers to read from: any; local (in this process or on this host); auto (local when this "
                   "process runs a worker, else any)")

@@ -150,3 +150,36 @@ TEST_CASE("processes: resume: a truncated, corrupted, foreign or mismatched stat
   CHECK(parallel.Wait() == 2);
   CHECK_THAT(parallel.err(), Catch::Contains("--save-state and --resume need --mode distributed_epoch"));
 }
+
+TEST_CASE("processes: deterministic order: one worker, and three with one SIGKILLed mid-read, give one sequence",
+          "[resume][deterministic][process]") {
+  std::string first;
+  for (int workers : {1, 3}) {
+    INFO(workers << " workers");
+    TempDir dir;
+    const std::string work = dir.Join("work");
+    auto dispatcher = StartFaultTolerantDispatcher(dir, work, "0", "d", {"--worker-timeout", "1s"});
+    const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+    auto procs = StartWorkers(dir, addr, workers);
+    WriteFile(dir.Join("p.pbtxt"),
+              "op { range { stop: 20000 } } op { map { fn { sleep { micros: 50 } } } } "
+              "op { shuffle { buffer_size: 32 seed: 8 } } op { batch { batch_size: 4 } }");
+    Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch", "--deterministic",
+                    "--save-state", dir.Join("s"), "--save-state-every", "100", "-q"},
+                   dir.Join("r"));
+    if (workers > 1) {
+      WaitForState(dir.Join("s"), 500);
+      procs[1]->Signal(SIGKILL);
+      procs[1]->Wait();
+    }
+    const int code = reader.Wait();
+    INFO(reader.err());
+    REQUIRE(code == 0);
+    CheckEachOnce(reader.out(), 20000);
+    if (first.empty()) {
+      first = reader.out();
+    } else {
+      CHECK(reader.out() == first);
+    }
+  }
+}

@@ -167,7 +167,8 @@ class ReaderSource : public ElementSource {
             {"elements_skipped", reader_->elements_skipped()},
             {"job_id", reader_->job_id()},
             {"client_id", reader_->client_id()},
-            {"duplicates_dropped", reader_->duplicates_dropped()}};
+            {"duplicates_dropped", reader_->duplicates_dropped()},
+            {"max_reorder_bytes", reader_->max_reorder_bytes()}};
   }
   std::string warning() const override { return reader_->warning(); }
   std::string loss() const override { return service::DescribeReadLoss(*reader_); }
@@ -258,7 +259,8 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
                             const std::string& job_name, int num_consumers, int consumer_index,
                             int max_outstanding_requests, int target_workers, const std::string& worker_tag,
                             const std::string& trainer_id, const std::string& protocol, bool exactly_once,
-                            const std::vector<nb::bytes>& states, std::optional<std::vector<std::string>> names) {
+                            bool deterministic, const std::vector<nb::bytes>& states,
+                            std::optional<std::vector<std::string>> names) {
   if (!service::ProcessingMode_IsValid(mode) || mode == 0) throw nb::value_error("unknown processing mode");
   if (max_outstanding_requests < 1) throw nb::value_error("max_outstanding_requests must be at least 1");
   if (protocol != "grpc" && protocol != "local") {
@@ -301,6 +303,7 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
       options.trainer_id = trainer_id;
       options.protocol = protocol;
       options.exactly_once = exactly_once;
+      options.deterministic = deterministic;
       options.resume = std::move(resume);
       auto reader = service::Reader::Create(options, std::move(client));
       options.resume.clear();
@@ -343,7 +346,7 @@ void BindService(nb::module_& m) {
   m.def("dataset_info", &DatasetInfo, "address"_a, "dataset_id"_a);
   m.def("open_reader", &OpenReader, "address"_a, "dataset_id"_a, "mode"_a, "job_name"_a, "num_consumers"_a,
         "consumer_index"_a, "max_outstanding_requests"_a, "target_workers"_a, "worker_tag"_a, "trainer_id"_a,
-        "protocol"_a, "exactly_once"_a, "states"_a, "names"_a.none(), nb::rv_policy::take_ownership);
+        "protocol"_a, "exactly_once"_a, "deterministic"_a, "states"_a, "names"_a.none(), nb::rv_policy::take_ownership);
 }
 
 }  // namespace tfdata::python

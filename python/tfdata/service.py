@@ -135,7 +135,7 @@ class DistributedDataset:
 
     def __init__(self, service, dataset_id, mode, job_name, consumer_index, num_consumers,
                  max_outstanding_requests, data_transfer_protocol, cross_trainer_cache, target_workers,
-                 worker_tag, element_spec, exactly_once=False, state=None):
+                 worker_tag, element_spec, exactly_once=False, state=None, deterministic=False):
         self._service = service
         self._dataset_id = dataset_id
         self._mode = mode
@@ -150,6 +150,7 @@ class DistributedDataset:
         self._given_spec = element_spec
         self._exactly_once = exactly_once
         self._states = _state_bytes(state) if state is not None else []
+        self._deterministic = deterministic
         self._info = None
 
     def _dataset_info(self):
@@ -190,7 +191,7 @@ class DistributedDataset:
             num_consumers=self._num_consumers, consumer_index=self._consumer_index,
             max_outstanding_requests=self._max_outstanding_requests, target_workers=self._target_workers,
             worker_tag=self._worker_tag, trainer_id=self._trainer_id, protocol=self._protocol,
-            exactly_once=self._exactly_once, states=self._states, names=None)
+            exactly_once=self._exactly_once, deterministic=self._deterministic, states=self._states, names=None)
         names = self._dataset_info()[2]
         if names:
             it._set_names(list(names))
@@ -232,7 +233,7 @@ def _positive_int(value, where, default):
 def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job_name=None,
                     consumer_index=None, num_consumers=None, max_outstanding_requests=None,
                     data_transfer_protocol=None, cross_trainer_cache=None, target_workers="AUTO",
-                    worker_tag=None, exactly_once=False, state=None):
+                    worker_tag=None, exactly_once=False, state=None, deterministic=False):
     """Reads a registered dataset: returns a DistributedDataset to iterate.
 
     processing_mode: "parallel_epochs" / ShardingPolicy.OFF (every worker runs the whole pipeline),
@@ -253,8 +254,20 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
       reader of a shared job, with a new job_name): each iteration delivers exactly what had not
       been handed out when it was taken, then ends the epoch. Implies exactly_once. A state of
       another pipeline, or of a source whose files changed, is refused (docs/guarantees.md).
+    deterministic: the same elements in the same order on every run, whatever the number of
+      workers, their speed or their deaths (the job's split order; splits are fetched in parallel
+      and put in order in the reader's buffer). Implies exactly_once; needs a job of its own (no
+      job_name). With state=, a resumed run continues the very sequence an uninterrupted one sees.
     """
     mode = _mode(processing_mode)
+    if not isinstance(deterministic, bool):
+        raise TypeError(f"deterministic: expected a bool, got {type(deterministic).__name__}")
+    if deterministic:
+        if mode != ShardingPolicy.DYNAMIC:
+            raise ValueError("deterministic order needs processing_mode distributed_epoch")
+        if job_name is not None:
+            raise ValueError("deterministic order needs a reader alone in its job: no job_name")
+        exactly_once = True
     if state is not None:
         _state_bytes(state)  # its form now; its fit at the first iteration
         if mode != ShardingPolicy.DYNAMIC:
@@ -301,12 +314,13 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
     return DistributedDataset(
         address, dataset_id, mode, job_name, consumer_index, num_consumers,
         _positive_int(max_outstanding_requests, "max_outstanding_requests", 4), protocol, cross_trainer_cache,
-        _TARGET_WORKERS[target_workers.lower()], worker_tag, element_spec, exactly_once, state)
+        _TARGET_WORKERS[target_workers.lower()], worker_tag, element_spec, exactly_once, state, deterministic)
 
 
 def distribute(processing_mode, service, job_name=None, consumer_index=None, num_consumers=None,
                max_outstanding_requests=None, data_transfer_protocol=None, compression="AUTO",
-               cross_trainer_cache=None, target_workers="AUTO", worker_tag=None, exactly_once=False):
+               cross_trainer_cache=None, target_workers="AUTO", worker_tag=None, exactly_once=False,
+               deterministic=False):
     """Registers and reads in one step, as a transformation for ``pipeline.apply(...)``.
 
     Takes the arguments of from_dataset_id and register_dataset's compression; returns a function
@@ -324,5 +338,5 @@ def distribute(processing_mode, service, job_name=None, consumer_index=None, num
                                max_outstanding_requests=max_outstanding_requests,
                                data_transfer_protocol=data_transfer_protocol,
                                cross_trainer_cache=cross_trainer_cache, target_workers=target_workers,
-                               worker_tag=worker_tag, exactly_once=exactly_once)
+                               worker_tag=worker_tag, exactly_once=exactly_once, deterministic=deterministic)
     return _apply

@@ -120,3 +120,24 @@ def test_stateful_dataloader_round_trip(cluster2):
     rest = list(second)
     values = sorted(int(v) for t in handed + rest for v in t.reshape(-1))
     assert values == list(range(3000))
+
+
+def test_deterministic_order_is_the_same_whatever_the_workers(cluster, cluster2):
+    p = Pipeline.range(2000).shuffle(16, seed=3).batch(5)
+    runs = []
+    for c in (cluster, cluster2):
+        ds = p.apply(tfdata.distribute("distributed_epoch", c.target, deterministic=True))
+        runs.append([e.tolist() for e in ds])
+    assert runs[0] == runs[1]
+    assert _values(runs[0]) == list(range(2000))
+    # A resumed deterministic read continues the very sequence.
+    dataset_id = tfdata.register_dataset(cluster2.target, p)
+    it = iter(tfdata.from_dataset_id("distributed_epoch", cluster2.target, dataset_id, deterministic=True))
+    head = [next(it).tolist() for _ in range(57)]
+    state = it.state_dict()
+    it.close()
+    tail = [e.tolist() for e in tfdata.from_dataset_id("distributed_epoch", cluster2.target, dataset_id,
+                                                        deterministic=True, state=state)]
+    assert head + tail == runs[0]
+    with pytest.raises(ValueError, match="no job_name"):
+        tfdata.from_dataset_id("distributed_epoch", cluster2.target, dataset_id, deterministic=True, job_name="x")

@@ -50,6 +50,11 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
   if (!options.cross_trainer_cache && !options.trainer_id.empty()) {
     return absl::InvalidArgumentError("--trainer-id needs --cross-trainer-cache");
   }
+  if (options.deterministic && (!options.exactly_once || !options.job_name.empty())) {
+    return absl::InvalidArgumentError(
+        "deterministic order needs exactly-once reads (--exactly-once, exactly_once=True) and a reader alone in "
+        "its job (no job name): readers sharing a job each get some of its splits");
+  }
   if (!options.resume.empty() && !options.exactly_once) {
     return absl::InvalidArgumentError(
         "resuming from a read state needs exactly-once reads (--exactly-once, exactly_once=True)");
@@ -76,16 +81,26 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
     r->dataset_fingerprint_ = resp.dataset_fingerprint();
     r->plan_fingerprint_ = resp.plan_fingerprint();
     r->progress_ = ReadProgress(resp.num_splits());
+    // The first split in order: a resumed read skips what it had done (below).
     if (resume) {
       // The dispatcher checked the plan against the dataset's splits: it parses.
       TFD_ASSIGN_OR_RETURN(ReadProgress before, ReadProgress::FromPlan(*resume, resp.num_splits(), "read state"));
       r->progress_.Merge(before);
       r->elements_before_ = elements_before;
+      r->next_split_ = {before.first_epoch(), 0};
+      r->resumed_from_ = std::move(before);
       // The elements handed out before count as received: a worker skips them, and the readers'
       // receipts must still add up to whole splits.
       for (const EpochResume& e : resume->epochs()) {
-        for (const auto& [split, handed] : before.Partial(e.epoch())) r->ledger_.Seed(e.epoch(), split, handed);
+        for (const auto& [split, handed] : r->resumed_from_->Partial(e.epoch())) {
+          r->ledger_.Seed(e.epoch(), split, handed);
+        }
       }
+    }
+    if (r->options_.deterministic) {
+      // Position on the first split of the order that is not done.
+      --r->next_split_.second;
+      r->AdvanceSplitLocked();
     }
   }
   TFD_RETURN_IF_ERROR(r->Start(r->options_.max_outstanding_requests));
@@ -189,6 +204,7 @@ absl::Status Reader::HeartbeatOnce() {
       continue;
     }
     TaskState ts;
+    ts.id = t.task_id();
     ts.address = t.worker_address();
     ts.splits_undelivered = t.splits_undelivered();
     auto client = MakeDataTransferClient(options_.protocol, t.worker_address());
@@ -243,7 +259,8 @@ bool Reader::DoneLocked() const {
 }
 
 bool Reader::FullLocked() const {
-  return static_cast<int64_t>(ready_.size()) >= options_.buffer_elements || ready_bytes_ >= options_.buffer_bytes;
+  return static_cast<int64_t>(ready_.size()) + reorder_elements_ >= options_.buffer_elements ||
+         ready_bytes_ + reorder_bytes_ >= options_.buffer_bytes;
 }
 
 void Reader::FetchLoop() {
@@ -254,7 +271,8 @@ void Reader::FetchLoop() {
       absl::MutexLock lock(&mu_);
       auto pick = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         if (closed_ || !error_.ok() || DoneLocked()) return true;
-        if (FullLocked()) return false;
+        const bool full = FullLocked();
+        if (full && !options_.deterministic) return false;
         const absl::Time now = absl::Now();
         // Round robin over the tasks, starting after the one picked last.
         auto it = tasks_.upper_bound(next_task_cursor_);
@@ -262,7 +280,7 @@ void Reader::FetchLoop() {
           if (it == tasks_.end()) it = tasks_.begin();
           TaskState& ts = it->second;
           if (!ts.ended && static_cast<int>(ts.in_flight.size()) < options_.max_requests_per_task &&
-              ts.retry_after <= now) {
+              ts.retry_after <= now && (!full || MayOverfillLocked(it->first))) {
             task_id = it->first;
             return true;
           }
@@ -374,18 +392,32 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
       for (const SplitRun& run : r.split_runs) {
         for (int64_t k = 0; k < run.count(); ++k, ++next) {
           if (ledger_.Receive(run.epoch(), run.split(), run.first_seq() + k)) {
-            ReadyLocked(Ready{.element = std::move(r.elements[next]),
-                              .epoch = run.epoch(),
-                              .split = run.split(),
-                              .seq = run.first_seq() + k});
+            Ready entry{.element = std::move(r.elements[next]),
+                        .epoch = run.epoch(),
+                        .split = run.split(),
+                        .seq = run.first_seq() + k,
+                        .task_id = ts.id};
+            if (options_.deterministic) {
+              ReorderLocked(std::move(entry));
+            } else {
+              ReadyLocked(std::move(entry));
+            }
           }
         }
         if (run.split_end()) {
           ledger_.End(run.epoch(), run.split(), run.first_seq() + run.count());
           // In stream order behind the split's elements: the split counts as handed out in full
           // once Next() has returned them.
-          ReadyLocked(Ready{
-              .epoch = run.epoch(), .split = run.split(), .seq = run.first_seq() + run.count(), .split_end = true});
+          Ready marker{.epoch = run.epoch(),
+                       .split = run.split(),
+                       .seq = run.first_seq() + run.count(),
+                       .split_end = true,
+                       .task_id = ts.id};
+          if (options_.deterministic) {
+            ReorderLocked(std::move(marker));
+          } else {
+            ReadyLocked(std::move(marker));
+          }
           heartbeat_soon_ = true;  // a worker may be waiting on this split's confirmation
         }
       }
@@ -393,6 +425,7 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
     if (r.end_of_sequence) ts.ended = true;
   }
   ts.held.erase(ts.held.begin(), ts.held.begin() + static_cast<std::ptrdiff_t>(released));
+  if (options_.deterministic && released > 0) ReleaseInOrderLocked();
 }
 
 absl::StatusOr<bool> Reader::Next(Element* out) {
@@ -409,6 +442,7 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
   while (true) {
     if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) return std::nullopt;
     const bool was_full = FullLocked();
+    if (options_.deterministic && ready_.empty() && DoneLocked()) ReleaseInOrderLocked();
     TakeMarkersLocked();
     if (was_full && !FullLocked()) fetch_cv_.SignalAll();
     // Only split-end markers were there: wait on.
@@ -447,6 +481,71 @@ void Reader::TakeMarkersLocked() {
     progress_.SplitEnd(m.epoch, m.split, m.seq);
     ready_.pop_front();
   }
+}
+
+void Reader::ReorderLocked(Ready r) {
+  if (!r.split_end) r.bytes = static_cast<int64_t>(ElementByteSize(r.element));
+  ++reorder_elements_;
+  reorder_bytes_ += r.bytes;
+  max_reorder_bytes_ = std::max(max_reorder_bytes_, reorder_bytes_);
+  ++reorder_by_task_[r.task_id];
+  reorder_[{r.epoch, r.split}].push_back(std::move(r));
+}
+
+void Reader::ReleaseInOrderLocked() {
+  while (true) {
+    auto it = reorder_.find(next_split_);
+    if (it == reorder_.end()) {
+      // Nothing of the next split yet; unless the read is over, when what is left goes in order.
+      if (reorder_.empty() || !DoneLocked()) return;
+      it = reorder_.begin();
+    }
+    bool ended = false;
+    while (!it->second.empty() && !ended) {
+      Ready& r = it->second.front();
+      ended = r.split_end;
+      --reorder_elements_;
+      reorder_bytes_ -= r.bytes;
+      if (--reorder_by_task_[r.task_id] == 0) reorder_by_task_.erase(r.task_id);
+      ReadyLocked(std::move(r));
+      it->second.pop_front();
+    }
+    if (!ended) return;  // the rest of the split is still to come
+    reorder_.erase(it);
+    AdvanceSplitLocked();
+  }
+}
+
+void Reader::AdvanceSplitLocked() {
+  const int64_t n = progress_.num_splits();
+  if (n <= 0) return;
+  while (true) {
+    if (++next_split_.second >= n) next_split_ = {next_split_.first + 1, 0};
+    if (!resumed_from_) return;
+    // A split the resumed read had handed out in full does not come again.
+    if (next_split_.first < resumed_from_->first_epoch()) continue;
+    const SeqRanges excluded = resumed_from_->Excluded(next_split_.first);
+    if (!excluded.Contains(next_split_.second) ||
+        resumed_from_->Partial(next_split_.first).contains(next_split_.second)) {
+      return;
+    }
+  }
+}
+
+bool Reader::MayOverfillLocked(int64_t task_id) const {
+  if (!ready_.empty()) return false;  // the consumer has something: wait for room
+  if (!reorder_by_task_.contains(task_id)) return true;
+  // Every live task has entries waiting: the next split is behind one of them (a split produced
+  // again after its worker was lost comes after the task's later splits).
+  for (const auto& [id, ts] : tasks_) {
+    if (!ts.ended && !reorder_by_task_.contains(id)) return false;
+  }
+  return true;
+}
+
+int64_t Reader::max_reorder_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return max_reorder_bytes_;
 }
 
 absl::StatusOr<ReadState> Reader::SaveState() const {

@@ -68,6 +68,13 @@ struct ReaderOptions {
   // off: one reader's, or those of every reader of a shared job, merged. The job is a new one
   // (under job_name, which must not name a job made otherwise). Empty: from the start.
   std::vector<ReadState> resume;
+  // Reproducible order (needs exactly_once, and a job of its own: no job_name): the elements in
+  // the job's split order, epoch by epoch and split by split, each split's in its own order,
+  // whatever the workers' number, speed or deaths. Splits are fetched from all workers in parallel
+  // and put in order here, in the same buffer (buffer_elements, buffer_bytes); when the buffer is
+  // full of later splits, the reader still fetches from the tasks that have nothing in it, one of
+  // which holds the next split.
+  bool deterministic = false;
   // With a filter that matches none of the job's workers, how long to wait for a matching one
   // before failing.
   absl::Duration untargeted_timeout = absl::Seconds(5);
@@ -121,6 +128,8 @@ class Reader : private JobMembership {
   // bookkeeping (no RPC; its size is bounded by the splits in progress and the ranges of those
   // done). FailedPrecondition for a reader that is not exactly-once.
   absl::StatusOr<ReadState> SaveState() const;
+  // Deterministic order: the most bytes held at once to put splits in order.
+  int64_t max_reorder_bytes() const;
 
  private:
   // A response that may only be delivered once the requests that were in flight to the same task
@@ -136,8 +145,10 @@ class Reader : private JobMembership {
     // `seq` elements; epoch -1 for an element without a position.
     int64_t epoch = -1, split = 0, seq = 0;
     bool split_end = false;
+    int64_t task_id = 0;  // deterministic order: where it came from
   };
   struct TaskState {
+    int64_t id = 0;
     std::string address;
     std::unique_ptr<DataTransferClient> client;
     bool ended = false;
@@ -166,6 +177,14 @@ class Reader : private JobMembership {
   // Moves held responses to ready_: those nothing in flight can precede, or (`all`) every one.
   void DeliverLocked(TaskState& ts, bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReadyLocked(Ready r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deterministic order: holds an entry until its split is next, and moves what is next to ready_.
+  void ReorderLocked(Ready r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseInOrderLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The split after next_split_ in the job's order (skipping the splits a resumed read had done).
+  void AdvanceSplitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether fetching may go on from `task_id` though the buffer is full: deterministic order,
+  // nothing to hand out, and the task has nothing waiting in the buffer (or no task is so).
+  bool MayOverfillLocked(int64_t task_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves leading split-end markers of ready_ into progress_.
   void TakeMarkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -195,6 +214,15 @@ class Reader : private JobMembership {
   // from; and what a state records besides.
   ReadProgress progress_ ABSL_GUARDED_BY(mu_);
   int64_t elements_before_ = 0;  // handed out before the resume
+  // Deterministic order: entries of splits not yet next, by (epoch, split); the next split; what
+  // each task has waiting; the splits a resumed read had done (skipped in the order).
+  std::map<std::pair<int64_t, int64_t>, std::deque<Ready>> reorder_ ABSL_GUARDED_BY(mu_);
+  int64_t reorder_elements_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t reorder_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t max_reorder_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, int64_t> reorder_by_task_ ABSL_GUARDED_BY(mu_);
+  std::pair<int64_t, int64_t> next_split_ ABSL_GUARDED_BY(mu_) = {0, 0};
+  std::optional<ReadProgress> resumed_from_ ABSL_GUARDED_BY(mu_);
   std::string dataset_fingerprint_, plan_fingerprint_;
   TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
   // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
