@@ -5,6 +5,7 @@
 #include "fmt/format.h"
 #include "lib/core/status_macros.h"
 #include "lib/output/element_writer.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/service/client/coordinated_reader.h"
 #include "lib/service/client/read_state.h"
 #include "lib/service/client/reader.h"
@@ -71,13 +72,18 @@ int RunRead(const ReadFlags& f) {
   if (!f.cross_trainer_cache && !f.trainer_id.empty())
     return Fail("--trainer-id needs --cross-trainer-cache", kExitUsage);
   // Read states are of exactly-once reads: asking for one asks for those.
-  const bool exactly_once = f.exactly_once || !f.save_state.empty() || !f.resume.empty() || f.deterministic;
-  if ((!f.save_state.empty() || !f.resume.empty() || f.deterministic) && *mode != service::DISTRIBUTED_EPOCH) {
+  const bool stateful = !f.save_state.empty() || !f.resume.empty();
+  if (stateful && *mode != service::DISTRIBUTED_EPOCH && !IsStaticSharding(*mode)) {
     return Fail(
-        "--save-state, --resume and --deterministic need --mode distributed_epoch (docs/guarantees.md: resumable "
-        "reads)",
+        "--save-state and --resume need --mode distributed_epoch or static sharding: a parallel_epochs read has no "
+        "position a new job could resume from (docs/guarantees.md: resumable reads)",
         kExitUsage);
   }
+  if (f.deterministic && *mode != service::DISTRIBUTED_EPOCH) {
+    return Fail("--deterministic needs --mode distributed_epoch", kExitUsage);
+  }
+  // In distributed_epoch, read states and order are those of exactly-once reads.
+  const bool exactly_once = f.exactly_once || f.deterministic || (stateful && *mode == service::DISTRIBUTED_EPOCH);
   if (f.deterministic && !f.job_name.empty()) {
     return Fail("--deterministic needs a reader alone in its job: drop --job-name", kExitUsage);
   }
@@ -164,7 +170,10 @@ int RunRead(const ReadFlags& f) {
                (skipped == 0 ? std::string()
                              : fmt::format(" ({} element(s) skipped: this trainer fell behind the cross-trainer cache "
                                            "window)",
-                                           skipped));
+                                           skipped)) +
+               (f.deterministic ? fmt::format(" (in order: at most {:.1f} MiB held for ordering)",
+                                              static_cast<double>((*reader)->max_reorder_bytes()) / (1 << 20))
+                                : std::string());
       },
       save, f.save_state_every);
   (*reader)->Close();
@@ -199,14 +208,16 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--exactly-once", f->exactly_once,
                 "distributed_epoch: every element once even when workers die (their splits are produced again "
                 "elsewhere); each split goes through the pipeline on its own, so shuffles need a seed");
-  sub->add_option("--save-state", f->save_state,
-                  "Write the read state (where this read stands, to resume from) to this file atomically every "
-                  "--save-state-every elements and at exit; implies --exactly-once (distributed_epoch)");
+  sub->add_option(
+      "--save-state", f->save_state,
+      "Write the read state (where this read stands, to resume from) to this file atomically every "
+      "--save-state-every elements and at exit (distributed_epoch, where it implies --exactly-once, or static "
+      "sharding)");
   sub->add_option("--save-state-every", f->save_state_every, "Elements between two saves of --save-state")
       ->capture_default_str();
   sub->add_option("--resume", f->resume,
                   "Start where this read state file left off (repeat it with the states of every reader of a "
-                  "shared job, under a new --job-name); implies --exactly-once (distributed_epoch)");
+                  "shared job, under a new --job-name); distributed_epoch (implies --exactly-once) or static sharding");
   sub->add_flag("--deterministic", f->deterministic,
                 "distributed_epoch: the same elements in the same order on every run, whatever the workers' number, "
                 "speed or deaths (splits in the job's order, put in order here); implies --exactly-once");

@@ -148,7 +148,8 @@ TEST_CASE("processes: resume: a truncated, corrupted, foreign or mismatched stat
   }
   Process parallel({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--resume", state_file}, dir.Join("par"));
   CHECK(parallel.Wait() == 2);
-  CHECK_THAT(parallel.err(), Catch::Contains("--save-state and --resume need --mode distributed_epoch"));
+  CHECK_THAT(parallel.err(),
+             Catch::Contains("--save-state and --resume need --mode distributed_epoch or static sharding"));
 }
 
 TEST_CASE("processes: deterministic order: one worker, and three with one SIGKILLed mid-read, give one sequence",

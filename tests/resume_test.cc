@@ -297,3 +297,67 @@ TEST_CASE("deterministic order and resume: a restarted run sees the sequence an 
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(std::string(refused.status().message()), Catch::Contains("a reader alone in its job"));
 }
+
+TEST_CASE("resume: static sharding resumes each shard where it stood, over the same worker list",
+          "[resume][sharding][cluster]") {
+  const std::vector<int> ports = TestCluster::FreePorts(3);
+  service::DispatcherConfig config = TestCluster::FastConfig();
+  for (int p : ports) config.worker_addresses.push_back("127.0.0.1:" + std::to_string(p));
+  TestCluster cluster(0, config);
+  for (int p : ports) cluster.AddWorker(p);
+  const std::string id = cluster.Register("op { range { stop: 3000 } } op { batch { batch_size: 4 } }");
+  service::ReaderOptions o;
+  o.dataset_id = id;
+  o.mode = service::SHARD_DATA;
+  auto first = cluster.NewReader(o);
+  REQUIRE(first.ok());
+  const std::vector<Element> handed = Take(**first, 100);
+  auto state = (*first)->SaveState();
+  REQUIRE(state.ok());
+  CHECK(state->handed().num_shards() == 3);
+  CHECK(state->elements() == 100);
+  Take(**first, 50);  // past the state
+  first->reset();
+  o.resume = {*state};
+  auto resumed = cluster.NewReader(o);
+  REQUIRE(resumed.ok());
+  const std::vector<Element> rest = ReadAll(**resumed);
+  CHECK(Values(Concat(handed, rest)) == Expected(3000));
+  // Resumed again from its own state at the end: nothing left.
+  auto end_state = (*resumed)->SaveState();
+  REQUIRE(end_state.ok());
+  o.resume = {*end_state};
+  auto again = cluster.NewReader(o);
+  REQUIRE(again.ok());
+  CHECK(ReadAll(**again).empty());
+  // Another worker list, a pipeline whose shards could differ between runs: refused.
+  service::ReadState other = *state;
+  other.mutable_handed()->set_num_shards(4);
+  o.resume = {other};
+  auto wrong_list = cluster.NewReader(o);
+  REQUIRE_FALSE(wrong_list.ok());
+  CHECK_THAT(std::string(wrong_list.status().message()), Catch::Contains("taken with 4 shards"));
+  const std::string unseeded =
+      cluster.Register("op { range { stop: 3000 } } op { shuffle { buffer_size: 10 } } op { batch { batch_size: 4 } }");
+  service::ReaderOptions u = o;
+  u.dataset_id = unseeded;
+  u.resume.clear();
+  auto r = cluster.NewReader(u);
+  REQUIRE(r.ok());
+  Take(**r, 3);
+  auto unseeded_state = (*r)->SaveState();
+  REQUIRE(unseeded_state.ok());
+  r->reset();
+  u.resume = {*unseeded_state};
+  auto refused = cluster.NewReader(u);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.status().message()),
+             Catch::Contains("resuming a static-sharding read") && Catch::Contains("seed"));
+  // parallel_epochs has no position to resume from.
+  service::ReaderOptions parallel;
+  parallel.dataset_id = id;
+  auto p = cluster.NewReader(parallel);
+  REQUIRE(p.ok());
+  CHECK_THAT(std::string((*p)->SaveState().status().message()),
+             Catch::Contains("parallel_epochs read has no position"));
+}

@@ -134,7 +134,9 @@ absl::StatusOr<SplitStep> SplitIsolatedIterator::Step(Element* out, SplitPositio
     if (!in_epoch_) {
       if (epochs_ >= 0 && epochs_done_ >= epochs_) return SplitStep::kEnd;
       // An epoch that produced nothing would make `repeat` forever spin: end instead (as tf.data).
-      if (epochs_run_ > 0 && !epoch_produced_) return SplitStep::kEnd;
+      // A finite count does not spin: its epochs all run (a resumed job can have an epoch with
+      // nothing left in it before one that has).
+      if (epochs_ < 0 && epochs_run_ > 0 && !epoch_produced_) return SplitStep::kEnd;
       at_.epoch = provider_->StartEpoch();
       in_epoch_ = true;
       epoch_produced_ = false;

@@ -178,7 +178,6 @@ class ReaderSource : public ElementSource {
     return service::EncodeReadState(state);
   }
   absl::Status Resume(const std::vector<std::string>& states) override {
-    if (!options_.exactly_once) return SaveState().status();
     service::ReaderOptions options = options_;
     options.resume.clear();
     for (size_t i = 0; i < states.size(); ++i) {

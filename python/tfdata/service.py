@@ -205,7 +205,7 @@ class DistributedDataset:
         import copy
         resumed = copy.copy(self)
         resumed._states = _state_bytes(state)
-        resumed._exactly_once = True
+        resumed._exactly_once = self._exactly_once or self._mode == ShardingPolicy.DYNAMIC
         return resumed
 
     def as_numpy_iterator(self):
@@ -252,8 +252,9 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
       shuffles) and have no take/skip/shard/cache after its source: the error names the op.
     state: resume from a read state: an iterator's state_dict() (or the list of those of every
       reader of a shared job, with a new job_name): each iteration delivers exactly what had not
-      been handed out when it was taken, then ends the epoch. Implies exactly_once. A state of
-      another pipeline, or of a source whose files changed, is refused (docs/guarantees.md).
+      been handed out when it was taken, then ends the epoch. distributed_epoch (implies
+      exactly_once) or static sharding (the same worker list and a deterministic pipeline). A state
+      of another pipeline, or of a source whose files changed, is refused (docs/guarantees.md).
     deterministic: the same elements in the same order on every run, whatever the number of
       workers, their speed or their deaths (the job's split order; splits are fetched in parallel
       and put in order in the reader's buffer). Implies exactly_once; needs a job of its own (no
@@ -270,9 +271,12 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
         exactly_once = True
     if state is not None:
         _state_bytes(state)  # its form now; its fit at the first iteration
-        if mode != ShardingPolicy.DYNAMIC:
-            raise ValueError("state: resumable reads need processing_mode distributed_epoch")
-        exactly_once = True
+        if mode == ShardingPolicy.OFF:
+            raise ValueError("state: resumable reads need processing_mode distributed_epoch or static sharding: "
+                             "a parallel_epochs read has no position a new job could resume from")
+        if num_consumers is not None:
+            raise ValueError("state: coordinated reads (num_consumers) do not resume")
+        exactly_once = exactly_once or mode == ShardingPolicy.DYNAMIC
     address = _address(service)
     if not isinstance(dataset_id, str) or not dataset_id:
         raise ValueError(f"dataset_id: expected a non-empty str (from register_dataset), got {dataset_id!r}")

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/service/common/read_progress.h"
 #include "xxhash.h"
 
@@ -60,25 +61,37 @@ absl::StatusOr<ResumePlan> MergeReadStates(const std::vector<ReadState>& states,
   if (states.empty()) return absl::InvalidArgumentError("no read state to resume from");
   const ReadState& first = states.front();
   ReadProgress merged(first.num_splits());
+  ShardReadProgress merged_shards(first.handed().num_shards());
   int64_t total = 0;
   for (size_t i = 0; i < states.size(); ++i) {
     const ReadState& s = states[i];
     const std::string where = absl::StrCat("read state ", i);
     if (s.handed().dataset_fingerprint() != first.handed().dataset_fingerprint() ||
         s.handed().plan_fingerprint() != first.handed().plan_fingerprint() || s.num_splits() != first.num_splits() ||
-        s.mode() != first.mode()) {
+        s.mode() != first.mode() || s.handed().num_shards() != first.handed().num_shards()) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " is of another dataset or split plan than read state 0 (fingerprints ",
                        s.handed().dataset_fingerprint(), "/", s.handed().plan_fingerprint(), " against ",
                        first.handed().dataset_fingerprint(), "/", first.handed().plan_fingerprint(),
                        "): only the states of the readers of one job merge"));
     }
+    total += s.elements();
+    if (IsStaticSharding(s.mode())) {
+      auto p = ShardReadProgress::FromPlan(s.handed(), where);
+      if (!p.ok()) return p.status();
+      merged_shards.Merge(*p);
+      continue;
+    }
     auto p = ReadProgress::FromPlan(s.handed(), s.num_splits(), where);
     if (!p.ok()) return p.status();
     merged.Merge(*p);
-    total += s.elements();
   }
-  ResumePlan plan = merged.ToPlan();
+  ResumePlan plan;
+  if (IsStaticSharding(first.mode())) {
+    merged_shards.ToPlan(&plan);
+  } else {
+    plan = merged.ToPlan();
+  }
   plan.set_dataset_fingerprint(first.handed().dataset_fingerprint());
   plan.set_plan_fingerprint(first.handed().plan_fingerprint());
   if (elements != nullptr) *elements = total;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/core/status_macros.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/service/client/read_state.h"
 #include "lib/service/common/host_util.h"
 #include "lib/service/common/local_workers.h"
@@ -55,9 +56,10 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
         "deterministic order needs exactly-once reads (--exactly-once, exactly_once=True) and a reader alone in "
         "its job (no job name): readers sharing a job each get some of its splits");
   }
-  if (!options.resume.empty() && !options.exactly_once) {
+  if (!options.resume.empty() && !options.exactly_once && !IsStaticSharding(options.mode)) {
     return absl::InvalidArgumentError(
-        "resuming from a read state needs exactly-once reads (--exactly-once, exactly_once=True)");
+        "resuming from a read state needs exactly-once reads (--exactly-once, exactly_once=True) in "
+        "distributed_epoch, or static sharding");
   }
   std::optional<ResumePlan> resume;
   int64_t elements_before = 0;
@@ -101,6 +103,15 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
       // Position on the first split of the order that is not done.
       --r->next_split_.second;
       r->AdvanceSplitLocked();
+    }
+  } else if (IsStaticSharding(r->options_.mode)) {
+    absl::MutexLock lock(&r->mu_);
+    r->dataset_fingerprint_ = resp.dataset_fingerprint();
+    r->shard_progress_ = ShardReadProgress(resp.num_shards());
+    if (resume) {
+      TFD_ASSIGN_OR_RETURN(r->resumed_shards_, ShardReadProgress::FromPlan(*resume, "read state"));
+      r->shard_progress_.Merge(r->resumed_shards_);
+      r->elements_before_ = elements_before;
     }
   }
   TFD_RETURN_IF_ERROR(r->Start(r->options_.max_outstanding_requests));
@@ -205,6 +216,7 @@ absl::Status Reader::HeartbeatOnce() {
     }
     TaskState ts;
     ts.id = t.task_id();
+    ts.shard = t.shard_index();
     ts.address = t.worker_address();
     ts.splits_undelivered = t.splits_undelivered();
     auto client = MakeDataTransferClient(options_.protocol, t.worker_address());
@@ -385,7 +397,16 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
     GetElementsResult& r = ts.held[released].result;
     ts.delivered_index = r.first_index + static_cast<int64_t>(r.elements.size());
     if (r.split_runs.empty()) {
-      for (Element& e : r.elements) ReadyLocked(Ready{.element = std::move(e)});
+      const bool sharded = IsStaticSharding(options_.mode);
+      for (size_t i = 0; i < r.elements.size(); ++i) {
+        Ready entry{.element = std::move(r.elements[i])};
+        if (sharded) {
+          // Its place in the shard's stream (a resumed job's workers leave out what was read before).
+          entry.seq = resumed_shards_.Position(ts.shard, r.first_index + static_cast<int64_t>(i));
+          entry.shard = ts.shard;
+        }
+        ReadyLocked(std::move(entry));
+      }
     } else {
       // Exactly-once: every element with its position; one this reader already has is dropped.
       size_t next = 0;
@@ -450,16 +471,21 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
   }
   if (!ready_.empty()) {
     const bool was_full = FullLocked();
+    const bool was_ready_full = ReadyFullLocked();
     Ready& front = ready_.front();
     *out = std::move(front.element);
     if (front.epoch >= 0) progress_.Handed(front.epoch, front.split, front.seq);
+    if (front.shard >= 0) shard_progress_.Handed(front.shard, front.seq);
     ready_bytes_ -= front.bytes;
     ready_.pop_front();
     ++elements_delivered_;
     // A split whose last element this was is handed out in full now, not at the next call.
     TakeMarkersLocked();
-    // Fetchers blocked on a full buffer resume as soon as there is room.
-    if (was_full && !FullLocked()) fetch_cv_.SignalAll();
+    // Fetchers blocked on a full buffer resume as soon as there is room (in order: as soon as
+    // what is in order leaves room, though later splits still fill the rest).
+    if ((was_full && !FullLocked()) || (options_.deterministic && was_ready_full && !ReadyFullLocked())) {
+      fetch_cv_.SignalAll();
+    }
     return true;
   }
   TFD_RETURN_IF_ERROR(error_);
@@ -532,8 +558,14 @@ void Reader::AdvanceSplitLocked() {
   }
 }
 
+bool Reader::ReadyFullLocked() const {
+  return static_cast<int64_t>(ready_.size()) >= options_.buffer_elements || ready_bytes_ >= options_.buffer_bytes;
+}
+
 bool Reader::MayOverfillLocked(int64_t task_id) const {
-  if (!ready_.empty()) return false;  // the consumer has something: wait for room
+  // What is in order may fill the buffer once more; beyond that, wait for the consumer. The
+  // splits waiting their turn are bounded by the buffer too, plus one response per task.
+  if (ReadyFullLocked()) return false;
   if (!reorder_by_task_.contains(task_id)) return true;
   // Every live task has entries waiting: the next split is behind one of them (a split produced
   // again after its worker was lost comes after the task's later splits).
@@ -549,9 +581,22 @@ int64_t Reader::max_reorder_bytes() const {
 }
 
 absl::StatusOr<ReadState> Reader::SaveState() const {
+  if (IsStaticSharding(options_.mode)) {
+    absl::MutexLock lock(&mu_);
+    ReadState state;
+    state.set_version(kReadStateVersion);
+    state.set_mode(options_.mode);
+    state.set_elements(elements_before_ + elements_delivered_);
+    state.set_job_name(options_.job_name);
+    shard_progress_.ToPlan(state.mutable_handed());
+    state.mutable_handed()->set_dataset_fingerprint(dataset_fingerprint_);
+    return state;
+  }
   if (!options_.exactly_once) {
     return absl::FailedPreconditionError(
-        "a read state needs exactly-once reads (--exactly-once, exactly_once=True) in --mode distributed_epoch");
+        "a read state needs exactly-once reads (--exactly-once, exactly_once=True) in --mode distributed_epoch, or "
+        "static sharding: a parallel_epochs read has no position that a new job could resume from "
+        "(docs/guarantees.md)");
   }
   absl::MutexLock lock(&mu_);
   ReadState state;

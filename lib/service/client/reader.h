@@ -64,8 +64,9 @@ struct ReaderOptions {
   // worker's splits are produced again by others, and the reader keeps asking an unreachable
   // worker until the dispatcher declares it lost (docs/guarantees.md).
   bool exactly_once = false;
-  // Resumable reads (needs exactly_once): start where these read states (Reader::SaveState) left
-  // off: one reader's, or those of every reader of a shared job, merged. The job is a new one
+  // Resumable reads (exactly-once distributed_epoch, or static sharding): start where these read
+  // states (Reader::SaveState) left off: one reader's, or those of every reader of a shared job,
+  // merged. The job is a new one
   // (under job_name, which must not name a job made otherwise). Empty: from the start.
   std::vector<ReadState> resume;
   // Reproducible order (needs exactly_once, and a job of its own: no job_name): the elements in
@@ -73,7 +74,7 @@ struct ReaderOptions {
   // whatever the workers' number, speed or deaths. Splits are fetched from all workers in parallel
   // and put in order here, in the same buffer (buffer_elements, buffer_bytes); when the buffer is
   // full of later splits, the reader still fetches from the tasks that have nothing in it, one of
-  // which holds the next split.
+  // which holds the next split (so at most twice the buffer, plus a response per task).
   bool deterministic = false;
   // With a filter that matches none of the job's workers, how long to wait for a matching one
   // before failing.
@@ -123,10 +124,10 @@ class Reader : private JobMembership {
   // Exactly-once jobs: elements dropped because this reader had received them before (a split
   // regenerated after its worker was lost).
   int64_t duplicates_dropped() const;
-  // Exactly-once reads: where the trainer stands, as a state to keep with its checkpoint: what
-  // Next() has returned, with the fingerprints a resume checks. Made from the reader's own
-  // bookkeeping (no RPC; its size is bounded by the splits in progress and the ranges of those
-  // done). FailedPrecondition for a reader that is not exactly-once.
+  // Exactly-once distributed_epoch and static-sharding reads: where the trainer stands, as a
+  // state to keep with its checkpoint: what Next() has returned, with the fingerprints a resume
+  // checks. Made from the reader's own bookkeeping (no RPC; its size is bounded by the splits in
+  // progress and the ranges of those done, or a range per shard). FailedPrecondition otherwise.
   absl::StatusOr<ReadState> SaveState() const;
   // Deterministic order: the most bytes held at once to put splits in order.
   int64_t max_reorder_bytes() const;
@@ -146,9 +147,11 @@ class Reader : private JobMembership {
     int64_t epoch = -1, split = 0, seq = 0;
     bool split_end = false;
     int64_t task_id = 0;  // deterministic order: where it came from
+    int32_t shard = -1;   // static sharding: the shard whose stream position `seq` is
   };
   struct TaskState {
     int64_t id = 0;
+    int32_t shard = 0;  // static sharding
     std::string address;
     std::unique_ptr<DataTransferClient> client;
     bool ended = false;
@@ -169,6 +172,8 @@ class Reader : private JobMembership {
   void FetchLoop() override;
   bool DoneLocked() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool FullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ready_ alone at the buffer's bounds (deterministic order: what is in order).
+  bool ReadyFullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records the answer to request `request` of the task and delivers what is now in stream order.
   void CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<GetElementsResult> result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -183,7 +188,8 @@ class Reader : private JobMembership {
   // The split after next_split_ in the job's order (skipping the splits a resumed read had done).
   void AdvanceSplitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether fetching may go on from `task_id` though the buffer is full: deterministic order,
-  // nothing to hand out, and the task has nothing waiting in the buffer (or no task is so).
+  // what is in order below the buffer's bounds, and the task has nothing waiting in the buffer
+  // (or no live task is so).
   bool MayOverfillLocked(int64_t task_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves leading split-end markers of ready_ into progress_.
   void TakeMarkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -224,6 +230,10 @@ class Reader : private JobMembership {
   std::pair<int64_t, int64_t> next_split_ ABSL_GUARDED_BY(mu_) = {0, 0};
   std::optional<ReadProgress> resumed_from_ ABSL_GUARDED_BY(mu_);
   std::string dataset_fingerprint_, plan_fingerprint_;
+  // Static sharding: what Next() handed out of each shard's stream, and what a resumed read's
+  // workers leave out of their streams (to map stream indexes back to shard positions).
+  ShardReadProgress shard_progress_ ABSL_GUARDED_BY(mu_);
+  ShardReadProgress resumed_shards_ ABSL_GUARDED_BY(mu_);
   TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
   // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
   absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();

@@ -181,4 +181,62 @@ std::map<int64_t, SeqRanges> ReadProgress::Partial(int64_t epoch) const {
   return out;
 }
 
+absl::StatusOr<ShardReadProgress> ShardReadProgress::FromPlan(const ResumePlan& plan, const std::string& where) {
+  if (plan.num_shards() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": a static-sharding state with ", plan.num_shards(), " shards"));
+  }
+  ShardReadProgress p(plan.num_shards());
+  int32_t last = -1;
+  for (const ShardResume& s : plan.shards()) {
+    const std::string s_where = absl::StrCat(where, ": shard ", s.shard());
+    if (s.shard() < 0 || s.shard() >= plan.num_shards()) {
+      return absl::InvalidArgumentError(absl::StrCat(s_where, " is not one of the ", plan.num_shards(), " shards"));
+    }
+    if (s.shard() <= last) return absl::InvalidArgumentError(absl::StrCat(s_where, " is out of order"));
+    last = s.shard();
+    if (auto st = CheckRanges(s.begins(), s.ends(), -1, s_where); !st.ok()) return st;
+    for (int i = 0; i < s.begins_size(); ++i) p.shards_[s.shard()].Add(s.begins(i), s.ends(i));
+  }
+  return p;
+}
+
+void ShardReadProgress::Merge(const ShardReadProgress& other) {
+  num_shards_ = std::max(num_shards_, other.num_shards_);
+  for (const auto& [shard, ranges] : other.shards_) {
+    for (const auto& [b, e] : ranges.ranges()) shards_[shard].Add(b, e);
+  }
+}
+
+void ShardReadProgress::ToPlan(ResumePlan* plan) const {
+  plan->set_num_shards(num_shards_);
+  plan->clear_shards();
+  for (const auto& [shard, ranges] : shards_) {
+    if (ranges.ranges().empty()) continue;
+    ShardResume* s = plan->add_shards();
+    s->set_shard(shard);
+    for (const auto& [b, e] : ranges.ranges()) {
+      s->add_begins(b);
+      s->add_ends(e);
+    }
+  }
+}
+
+SeqRanges ShardReadProgress::Shard(int32_t shard) const {
+  auto it = shards_.find(shard);
+  return it == shards_.end() ? SeqRanges() : it->second;
+}
+
+int64_t ShardReadProgress::Position(int32_t shard, int64_t index) const {
+  auto it = shards_.find(shard);
+  if (it == shards_.end()) return index;
+  // The ranges left out before the position push it on (few: one for a reader alone).
+  int64_t position = index;
+  for (const auto& [b, e] : it->second.ranges()) {
+    if (b > position) break;
+    position += e - b;
+  }
+  return position;
+}
+
 }  // namespace tfdata::service

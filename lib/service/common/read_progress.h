@@ -67,4 +67,31 @@ class ReadProgress {
   std::map<int64_t, Epoch> epochs_;
 };
 
+// Static sharding's counterpart: per shard (a worker of the fixed list), the positions of the
+// shard's stream handed to the trainer. A reader alone in its job has one range per shard. A
+// resumed job's worker leaves out the positions handed out before (TaskDef.skip_begins/ends), so
+// its stream skips them: Position() maps an index of that stream back to the shard's position.
+// Thread-compatible.
+class ShardReadProgress {
+ public:
+  ShardReadProgress() = default;
+  explicit ShardReadProgress(int32_t num_shards) : num_shards_(num_shards) {}
+  // The progress a plan's shards describe, checked (InvalidArgument naming the shard and range).
+  static absl::StatusOr<ShardReadProgress> FromPlan(const ResumePlan& plan, const std::string& where);
+
+  void Handed(int32_t shard, int64_t position) { shards_[shard].Add(position, position + 1); }
+  void Merge(const ShardReadProgress& other);
+  // Sets num_shards and shards of `plan`.
+  void ToPlan(ResumePlan* plan) const;
+  int32_t num_shards() const { return num_shards_; }
+  // What was handed out of `shard` (empty when nothing).
+  SeqRanges Shard(int32_t shard) const;
+  // The shard position of index `index` of a stream that leaves out the positions in Shard(shard).
+  int64_t Position(int32_t shard, int64_t index) const;
+
+ private:
+  int32_t num_shards_ = 0;
+  std::map<int32_t, SeqRanges> shards_;
+};
+
 }  // namespace tfdata::service

@@ -199,6 +199,8 @@ class Dispatcher {
   // Resumable reads: the request's plan fits the dataset and its splits as they are now.
   absl::Status CheckResumeLocked(const GetOrCreateJobRequest& req, const SplitPlan& plan) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ... and for static sharding: the same dataset, the same number of shards, a deterministic pipeline.
+  absl::Status CheckShardResumeLocked(const GetOrCreateJobRequest& req) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How long a worker waits before asking again for splits of an epoch that is not settled.
   static constexpr int32_t kSplitRetryMs = 10;
   // The split plan of a distributed_epoch job (made from its pipeline, so derived state: not journaled).

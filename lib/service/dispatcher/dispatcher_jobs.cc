@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/status_macros.h"
+#include "lib/pipeline/determinism.h"
 #include "lib/pipeline/sharding.h"
 #include "lib/pipeline/split_isolation.h"
 #include "spdlog/spdlog.h"
@@ -40,6 +41,10 @@ absl::Status Dispatcher::GetOrCreateJob(const GetOrCreateJobRequest& req, GetOrC
   resp->set_iteration_id(iteration_id);
   resp->set_client_id(client_id);
   const auto* job_now = state_.FindJob(job_id);
+  if (IsStaticSharding(job_now->mode)) {
+    resp->set_dataset_fingerprint(state_.FindDataset(job_now->dataset_id)->fingerprint);
+    resp->set_num_shards(static_cast<int32_t>(config_.worker_addresses.size()));
+  }
   if (job_now->mode == DISTRIBUTED_EPOCH) {
     // What a read state records, to be checked when it is resumed from.
     TFD_ASSIGN_OR_RETURN(const SplitPlan* plan, SplitPlanLocked(job_id));
@@ -113,7 +118,9 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
           absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ", st.message()));
     }
   }
-  if (req.has_resume()) TFD_RETURN_IF_ERROR(CheckResumeLocked(req, *plan));
+  if (req.has_resume()) {
+    TFD_RETURN_IF_ERROR(IsStaticSharding(req.mode()) ? CheckShardResumeLocked(req) : CheckResumeLocked(req, *plan));
+  }
   if (req.num_consumers() > 0) {
     if (auto st = CheckInfinite(pipeline, config_.build_options); !st.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -150,6 +157,29 @@ absl::Status Dispatcher::CheckResumeLocked(const GetOrCreateJobRequest& req, con
   auto progress = ReadProgress::FromPlan(r, plan.num_splits(), "get or create job: the read state");
   if (!progress.ok()) return progress.status();
   return absl::OkStatus();
+}
+
+absl::Status Dispatcher::CheckShardResumeLocked(const GetOrCreateJobRequest& req) const {
+  const ResumePlan& r = req.resume();
+  const auto* dataset = state_.FindDataset(req.dataset_id());
+  if (r.dataset_fingerprint() != dataset->fingerprint) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "get or create job: the read state is of another pipeline (fingerprint ", r.dataset_fingerprint(),
+        "), not of dataset ", req.dataset_id(), " (fingerprint ", dataset->fingerprint, "): nothing was read"));
+  }
+  const auto shards = static_cast<int32_t>(config_.worker_addresses.size());
+  if (r.num_shards() != shards) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("get or create job: the read state was taken with ", r.num_shards(),
+                     " shards (workers in --worker-addresses), and this dispatcher has ", shards,
+                     ": a static-sharding read resumes only over the same worker list; nothing was read"));
+  }
+  // A worker leaves out positions of its shard's stream: the stream must be the same one.
+  if (auto st = CheckDeterministic(dataset->pipeline, "resuming a static-sharding read"); !st.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("get or create job: dataset ", req.dataset_id(), ": ", st.message()));
+  }
+  return ShardReadProgress::FromPlan(r, "get or create job: the read state").status();
 }
 
 absl::StatusOr<int64_t> Dispatcher::CreateJobLocked(const GetOrCreateJobRequest& req) {
@@ -263,6 +293,11 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
     if (!ExactlyOnceLocked(*iteration_id)) info->set_splits_undelivered(task->splits_assigned - task->splits_delivered);
     for (const std::string& tag : state_.WorkerTags(task->worker_address)) info->add_worker_tags(tag);
     info->set_starting_round(task->starting_round);
+    if (IsStaticSharding(state_.FindJob(iteration->job_id)->mode)) {
+      const auto& list = config_.worker_addresses;
+      info->set_shard_index(
+          static_cast<int32_t>(std::find(list.begin(), list.end(), task->worker_address) - list.begin()));
+    }
   }
   for (const auto& [t, ended] : iteration->ended_tasks) {
     TaskInfo* info = resp->add_tasks();

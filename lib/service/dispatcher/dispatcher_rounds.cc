@@ -13,6 +13,7 @@
 #include "lib/core/status_macros.h"
 #include "lib/pipeline/builder.h"
 #include "lib/pipeline/dataset.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/service/dispatcher/dispatcher.h"
 
 namespace tfdata::service {
@@ -59,10 +60,18 @@ absl::Status Dispatcher::CheckJobOptions(const GetOrCreateJobRequest& req) {
           "exactly-once reads and coordinated reads (--num-consumers) cannot be combined");
     }
   }
-  if (req.has_resume() && !req.exactly_once()) {
+  if (req.has_resume() && !IsStaticSharding(req.mode()) && !req.exactly_once()) {
     return absl::InvalidArgumentError(
-        "resuming from a read state needs exactly-once reads (--exactly-once, exactly_once=True) in "
-        "--mode distributed_epoch");
+        req.mode() == DISTRIBUTED_EPOCH
+            ? "resuming from a read state needs exactly-once reads (--exactly-once, exactly_once=True)"
+            : "resuming from a read state needs --mode distributed_epoch (exactly once) or static sharding: in "
+              "parallel_epochs every worker makes a pass of its own, and no position says what a new job should "
+              "leave out");
+  }
+  if (req.has_resume() && req.num_consumers() > 0) {
+    return absl::InvalidArgumentError(
+        "coordinated reads (--num-consumers) do not resume: a round's elements come from whichever worker's "
+        "stream is at that round, which a new job cannot reproduce");
   }
   if (req.cross_trainer_cache()) {
     if (req.job_name().empty()) {

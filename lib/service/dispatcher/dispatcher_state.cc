@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/core/status_macros.h"
+#include "lib/pipeline/sharding.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher/dispatcher_state_internal.h"
 
@@ -153,6 +154,12 @@ absl::Status DispatcherState::CreateJob(const CreateJobUpdate& u) {
 }
 
 absl::Status DispatcherState::SetResume(Job& job, const ResumePlan& plan) {
+  if (IsStaticSharding(job.mode)) {
+    auto shards = ShardReadProgress::FromPlan(plan, "resume plan");
+    if (!shards.ok()) return Inconsistent(std::string(shards.status().message()));
+    job.resume = plan;
+    return absl::OkStatus();
+  }
   if (!job.exactly_once || !job.split_plan) return Inconsistent("a resumed job that is not exactly-once");
   auto split_plan = SplitPlan::FromRecord(*job.split_plan);
   if (!split_plan.ok())

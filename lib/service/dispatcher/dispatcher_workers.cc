@@ -60,6 +60,14 @@ void Dispatcher::FillTaskDef(int64_t task_id, TaskDef* def) const {
     def->set_num_workers(static_cast<int32_t>(list.size()));
     def->set_worker_index(
         static_cast<int32_t>(std::find(list.begin(), list.end(), task->worker_address) - list.begin()));
+    if (job->resume && iteration->repetition == 0) {
+      // A resumed read: what was handed out of this shard is left out.
+      for (const ShardResume& s : job->resume->shards()) {
+        if (s.shard() != def->worker_index()) continue;
+        def->mutable_skip_begins()->Assign(s.begins().begin(), s.begins().end());
+        def->mutable_skip_ends()->Assign(s.ends().begin(), s.ends().end());
+      }
+    }
   }
 }
 

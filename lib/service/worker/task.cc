@@ -13,6 +13,7 @@
 #include "lib/pipeline/split_isolation.h"
 #include "lib/pipeline/splits.h"
 #include "lib/service/common/names.h"
+#include "lib/service/common/seq_ranges.h"
 #include "lib/service/common/wire_compression.h"
 #include "spdlog/spdlog.h"
 
@@ -180,8 +181,18 @@ absl::Status Task::Run() {
   TFD_ASSIGN_OR_RETURN(auto dataset, splits_ ? BuildSplitFedDataset(pipeline, options, splits_, source)
                                              : BuildDataset(pipeline, options, source));
   TFD_ASSIGN_OR_RETURN(auto it, dataset->MakeIterator(ctx));
+  // A resumed static-sharding read: the positions of the shard's stream handed out before are
+  // produced (the stream is deterministic) and left out.
+  SeqRanges skips;
+  for (int i = 0; i < std::min(def_.skip_begins_size(), def_.skip_ends_size()); ++i) {
+    skips.Add(def_.skip_begins(i), def_.skip_ends(i));
+  }
+  int64_t position = 0;
   return Pump(buffer_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
-    TFD_ASSIGN_OR_RETURN(const bool more, it->Next(&b->element));
+    bool more = true;
+    do {
+      TFD_ASSIGN_OR_RETURN(more, it->Next(&b->element));
+    } while (more && skips.Contains(position++));
     if (!more) return false;
     b->bytes = static_cast<int64_t>(ElementByteSize(b->element));
     b->tag = splits_ ? splits_->started() : 0;
