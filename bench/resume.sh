@@ -15,15 +15,19 @@ batches="${2:-100000}"
 scripts/build.sh >/dev/null
 bin=./build/tfdata
 tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+pids=()
+# Workers first (they tell the dispatcher they leave), then the dispatcher.
+trap 'kill "${pids[@]:1}" 2>/dev/null || true; sleep 0.3; kill "${pids[0]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $workers worker(s)"
 echo "== 1. the read state itself"
 ./build/tfdata_read_state_bench
 $bin dispatcher --port 0 --port-file "$tmp/d" --host 127.0.0.1 2>"$tmp/dispatcher.log" >/dev/null &
+pids+=($!)
 while [ ! -s "$tmp/d" ]; do sleep 0.05; done
 addr="127.0.0.1:$(cat "$tmp/d")"
 for i in $(seq "$workers"); do
-  $bin worker --dispatcher "$addr" --port-file "$tmp/w$i" --heartbeat-interval 100ms --log-level warn >/dev/null &
+  $bin worker --dispatcher "$addr" --port-file "$tmp/w$i" --heartbeat-interval 100ms --log-level error >/dev/null &
+  pids+=($!)
   while [ ! -s "$tmp/w$i" ]; do sleep 0.05; done
 done
 sleep 0.3
@@ -41,7 +45,7 @@ for p in batch:$batches scalars:$((batches * 10)); do
     done
   done
 done
-echo "== 3. workers racing: 100 us per element, batches of 16 (64 elements per split)"
+echo "== 3. workers racing: a 100 us sleep per element, batches of 16 (64 splits of 3,125 elements)"
 echo 'op { range { stop: 200000 } } op { map { fn { sleep { micros: 100 } } } } op { batch { batch_size: 16 } }' \
   >"$tmp/slow.pbtxt"
 for _ in 1 2; do

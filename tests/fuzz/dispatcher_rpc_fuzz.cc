@@ -26,7 +26,9 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "lib/core/memory_budget.h"
 #include "lib/io/path_policy.h"
+#include "lib/pipeline/fingerprint.h"
 #include "lib/pipeline/loader.h"
+#include "lib/pipeline/splits.h"
 #include "lib/service/dispatcher/dispatcher.h"
 #include "lib/service/dispatcher/dispatcher_state.h"
 #include "lib/service/dispatcher/journal.h"
@@ -280,6 +282,48 @@ void WriteSeeds(const std::string& dir) {
       .Add(kCheckTimeouts, "\x20")
       .Add(kRestart, "")
       .Write(dir, "static_sharding");
+
+  // An exactly-once job, and a job resumed from a read state (issue 22): split 0 done, split 2
+  // in part; readers' receipts, a restart.
+  GetOrCreateJobRequest eo = job;
+  eo.set_job_name("e");
+  eo.set_exactly_once(true);
+  GetOrCreateJobRequest resumed = eo;
+  resumed.set_job_name("r");
+  ResumePlan* plan = resumed.mutable_resume();
+  plan->set_dataset_fingerprint(PipelineFingerprint(reg.pipeline()));
+  plan->set_plan_fingerprint(SplitPlanFingerprint(*SplitPlan::Create(reg.pipeline(), BuildOptions{})));
+  EpochResume* epoch = plan->add_epochs();
+  epoch->add_done_begins(0);
+  epoch->add_done_ends(1);
+  SplitSkips* part = epoch->add_partial();
+  part->set_split(2);
+  part->add_begins(0);
+  part->add_ends(1);
+  GetSplitsRequest resumed_splits = splits;
+  resumed_splits.set_task_id(2);
+  ClientHeartbeatRequest receipts;
+  receipts.set_client_id(2);
+  SplitReceipt* receipt = receipts.add_split_receipts();
+  receipt->set_split(2);
+  receipt->add_range_begins(0);
+  receipt->add_range_ends(1);
+  receipt->set_count(1);
+  RecordWriter()
+      .Byte(4)
+      .Add(kRegisterDataset, reg)
+      .Add(kWorkerHeartbeat, hb)
+      .Add(kGetOrCreateJob, eo)
+      .Add(kGetOrCreateJob, resumed)
+      .Add(kWorkerHeartbeat, hb_tasks)
+      .Add(kGetSplits, splits)
+      .Add(kGetSplits, resumed_splits)
+      .Add(kClientHeartbeat, receipts)
+      .Add(kRestart, "")
+      .Add(kGetSplits, resumed_splits)
+      .Add(kClientHeartbeat, receipts)
+      .Add(kCheckTimeouts, "\x40")
+      .Write(dir, "exactly_once_and_resume");
 
   // Huge sizes: a distributed_epoch job over a range of 10^12 elements (about 15 M splits).
   RegisterDatasetRequest huge;

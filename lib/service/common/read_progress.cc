@@ -1,6 +1,7 @@
 #include "lib/service/common/read_progress.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -231,9 +232,11 @@ int64_t ShardReadProgress::Position(int32_t shard, int64_t index) const {
   auto it = shards_.find(shard);
   if (it == shards_.end()) return index;
   // The ranges left out before the position push it on (few: one for a reader alone).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   int64_t position = index;
   for (const auto& [b, e] : it->second.ranges()) {
     if (b > position) break;
+    if (e - b > kMax - position) return kMax;  // a state that left out everything after
     position += e - b;
   }
   return position;
