@@ -18,15 +18,6 @@ using namespace tfdata::testing;
 
 namespace {
 
-service::ReaderOptions ExactlyOnce(const std::string& id, const std::string& job_name = "") {
-  service::ReaderOptions o;
-  o.dataset_id = id;
-  o.mode = service::DISTRIBUTED_EPOCH;
-  o.job_name = job_name;
-  o.exactly_once = true;
-  return o;
-}
-
 // Each element as its int64 values (a batch: all of them), sorted, so that runs compare as sets.
 std::vector<std::vector<int64_t>> SortedBatches(const std::vector<Element>& elements) {
   std::vector<std::vector<int64_t>> out;
@@ -53,7 +44,7 @@ TEST_CASE("exactly-once: every element once, batches within a split, the same ba
     TestCluster cluster(workers);
     const std::string id = cluster.Register(kPipeline);
     std::vector<std::unique_ptr<service::Reader>> rs;
-    const auto batches = SortedBatches(ReadShared(cluster, ExactlyOnce(id, "eval"), readers, &rs));
+    const auto batches = SortedBatches(ReadShared(cluster, ExactlyOnceOptions(id, "eval"), readers, &rs));
     std::vector<int64_t> values;
     bool within_split = true;
     for (const auto& b : batches) {
@@ -82,7 +73,7 @@ TEST_CASE("exactly-once: a plain distributed_epoch read of the same pipeline bat
   // span split boundaries.
   TestCluster cluster(1);
   const std::string id = cluster.Register(kPipeline);
-  service::ReaderOptions o = ExactlyOnce(id);
+  service::ReaderOptions o = ExactlyOnceOptions(id);
   o.exactly_once = false;
   auto reader = cluster.NewReader(o);
   REQUIRE(reader.ok());
@@ -103,7 +94,7 @@ TEST_CASE("exactly-once: pipelines and options that cannot give it are refused a
     CHECK(absl::IsInvalidArgument(reader.status()));
     return std::string(reader.status().message());
   };
-  const service::ReaderOptions eo = ExactlyOnce("");
+  const service::ReaderOptions eo = ExactlyOnceOptions("");
   CHECK_THAT(error("op { range { stop: 10 } } op { shuffle { buffer_size: 4 } }", eo),
              Catch::Contains("op 1 (shuffle)") && Catch::Contains("seed"));
   CHECK_THAT(error("op { range { stop: 10 } } op { take { count: 4 } }", eo),
@@ -114,9 +105,9 @@ TEST_CASE("exactly-once: pipelines and options that cannot give it are refused a
              Catch::Contains("exactly-once reads need --mode distributed_epoch"));
   // Readers of one named job must agree.
   const std::string id = cluster.Register("op { range { stop: 10 } }");
-  auto first = cluster.NewReader(ExactlyOnce(id, "shared"));
+  auto first = cluster.NewReader(ExactlyOnceOptions(id, "shared"));
   REQUIRE(first.ok());
-  service::ReaderOptions plain = ExactlyOnce(id, "shared");
+  service::ReaderOptions plain = ExactlyOnceOptions(id, "shared");
   plain.exactly_once = false;
   auto second = cluster.NewReader(plain);
   REQUIRE_FALSE(second.ok());
@@ -166,7 +157,7 @@ TEST_CASE("exactly-once: a worker dying mid-epoch: its splits are produced again
     TestCluster cluster(3);
     const std::string id = cluster.Register(pipeline);
     std::vector<std::unique_ptr<service::Reader>> rs;
-    const auto elements = ReadThroughACrash(cluster, ExactlyOnce(id, "eval"), readers, 300, 1, &rs);
+    const auto elements = ReadThroughACrash(cluster, ExactlyOnceOptions(id, "eval"), readers, 300, 1, &rs);
     const std::vector<int64_t> values = Values(elements);
     CHECK(values.size() == 6400);
     CHECK(values == Iota(6400));
@@ -181,12 +172,12 @@ TEST_CASE("exactly-once: a reader of a shared job that goes away mid-split does 
   TestCluster cluster(2);
   const std::string id = cluster.Register(
       "op { range { stop: 4000 } } op { map { fn { sleep { micros: 200 } } } } op { batch { batch_size: 2 } }");
-  service::ReaderOptions small = ExactlyOnce(id, "shared");
+  service::ReaderOptions small = ExactlyOnceOptions(id, "shared");
   small.max_outstanding_requests = 1;
   small.max_requests_per_task = 1;
   small.max_elements_per_request = 1;
   small.buffer_elements = 1;
-  auto a = cluster.NewReader(ExactlyOnce(id, "shared"));
+  auto a = cluster.NewReader(ExactlyOnceOptions(id, "shared"));
   auto b = cluster.NewReader(small);
   REQUIRE(a.ok());
   REQUIRE(b.ok());

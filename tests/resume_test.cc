@@ -18,15 +18,6 @@ using namespace tfdata::testing;
 
 namespace {
 
-service::ReaderOptions Resumable(const std::string& id, const std::string& job_name = "") {
-  service::ReaderOptions o;
-  o.dataset_id = id;
-  o.mode = service::DISTRIBUTED_EPOCH;
-  o.job_name = job_name;
-  o.exactly_once = true;
-  return o;
-}
-
 // The next `n` elements (fewer at the end).
 std::vector<Element> Take(service::Reader& reader, int64_t n) {
   std::vector<Element> out;
@@ -87,7 +78,7 @@ TEST_CASE("resume: the rest of the read exactly, though the first read went on a
       INFO(c.pipeline << ": " << before << " worker(s), then " << after);
       TestCluster cluster(before);
       const std::string id = cluster.Register(c.pipeline);
-      auto first = cluster.NewReader(Resumable(id));
+      auto first = cluster.NewReader(ExactlyOnceOptions(id));
       REQUIRE(first.ok());
       const std::vector<Element> handed = Take(**first, c.take);
       REQUIRE(static_cast<int64_t>(handed.size()) == c.take);
@@ -99,7 +90,7 @@ TEST_CASE("resume: the rest of the read exactly, though the first read went on a
       CHECK(Take(**first, 50).size() == 50);
       first->reset();
       while (static_cast<int>(cluster.num_workers()) < after) cluster.AddWorker();
-      service::ReaderOptions o = Resumable(id);
+      service::ReaderOptions o = ExactlyOnceOptions(id);
       o.resume = {*state};
       auto resumed = cluster.NewReader(o);
       REQUIRE(resumed.ok());
@@ -124,7 +115,7 @@ TEST_CASE("resume: the rest of the read exactly, though the first read went on a
 TEST_CASE("resume: a state is small, and it stays small as the read goes on", "[resume][cluster]") {
   TestCluster cluster(2);
   const std::string id = cluster.Register("op { range { stop: 200000 } } op { batch { batch_size: 4 } }");
-  auto reader = cluster.NewReader(Resumable(id));
+  auto reader = cluster.NewReader(ExactlyOnceOptions(id));
   REQUIRE(reader.ok());
   size_t largest = 0;
   for (int round = 0; round < 20; ++round) {
@@ -142,7 +133,7 @@ TEST_CASE("resume: the readers of a shared job resume together from their merged
   const std::string id = cluster.Register(
       "op { range { stop: 4000 } } op { shuffle { buffer_size: 32 seed: 5 } } op { batch { batch_size: 8 } }");
   // Small buffers, so that neither reader fetches the whole job before the other starts.
-  service::ReaderOptions small = Resumable(id, "train");
+  service::ReaderOptions small = ExactlyOnceOptions(id, "train");
   small.buffer_elements = 4;
   small.max_elements_per_request = 2;
   auto a = cluster.NewReader(small);
@@ -161,7 +152,7 @@ TEST_CASE("resume: the readers of a shared job resume together from their merged
   a->reset();
   b->reset();
   // The same name again is refused: that job has moved on.
-  service::ReaderOptions o = Resumable(id, "train");
+  service::ReaderOptions o = ExactlyOnceOptions(id, "train");
   o.resume = {*state_a, *state_b};
   auto same_name = cluster.NewReader(o);
   REQUIRE_FALSE(same_name.ok());
@@ -188,13 +179,13 @@ TEST_CASE("resume: a state of another pipeline, of a changed file list, or of a 
   TestCluster cluster(1);
   const std::string files =
       cluster.Register("op { list_files { pattern: \"" + data + "/*.txt\" shuffle: false } } op { text_line {} }");
-  auto reader = cluster.NewReader(Resumable(files));
+  auto reader = cluster.NewReader(ExactlyOnceOptions(files));
   REQUIRE(reader.ok());
   Take(**reader, 1);
   auto state = (*reader)->SaveState();
   REQUIRE(state.ok());
   reader->reset();
-  service::ReaderOptions o = Resumable(files);
+  service::ReaderOptions o = ExactlyOnceOptions(files);
   o.resume = {*state};
   // Another pipeline.
   o.dataset_id = cluster.Register("op { range { stop: 10 } }");
@@ -210,7 +201,7 @@ TEST_CASE("resume: a state of another pipeline, of a changed file list, or of a 
   CHECK_THAT(std::string(changed.status().message()),
              Catch::Contains("its source changed") && Catch::Contains("3 splits now"));
   // Not exactly once: no state to take, none to resume from.
-  service::ReaderOptions plain = Resumable(files);
+  service::ReaderOptions plain = ExactlyOnceOptions(files);
   plain.exactly_once = false;
   auto p = cluster.NewReader(plain);
   REQUIRE(p.ok());
@@ -224,7 +215,7 @@ TEST_CASE("resume: a state of another pipeline, of a changed file list, or of a 
 namespace {
 
 service::ReaderOptions Deterministic(const std::string& id) {
-  service::ReaderOptions o = Resumable(id);
+  service::ReaderOptions o = ExactlyOnceOptions(id);
   o.deterministic = true;
   return o;
 }
@@ -300,11 +291,8 @@ TEST_CASE("deterministic order and resume: a restarted run sees the sequence an 
 
 TEST_CASE("resume: static sharding resumes each shard where it stood, over the same worker list",
           "[resume][sharding][cluster]") {
-  const std::vector<int> ports = TestCluster::FreePorts(3);
-  service::DispatcherConfig config = TestCluster::FastConfig();
-  for (int p : ports) config.worker_addresses.push_back("127.0.0.1:" + std::to_string(p));
-  TestCluster cluster(0, config);
-  for (int p : ports) cluster.AddWorker(p);
+  StaticCluster sc(3);
+  TestCluster& cluster = sc.cluster;
   const std::string id = cluster.Register("op { range { stop: 3000 } } op { batch { batch_size: 4 } }");
   service::ReaderOptions o;
   o.dataset_id = id;

@@ -15,28 +15,6 @@ using namespace tfdata::testing;
 
 namespace {
 
-// A cluster whose dispatcher admits exactly `n` workers, all started.
-struct StaticCluster {
-  explicit StaticCluster(int n) : ports(TestCluster::FreePorts(n)), cluster(0, Config(ports)) {
-    for (int p : ports) cluster.AddWorker(p);
-  }
-  static service::DispatcherConfig Config(const std::vector<int>& ports) {
-    auto c = TestCluster::FastConfig();
-    for (int p : ports) c.worker_addresses.push_back("127.0.0.1:" + std::to_string(p));
-    return c;
-  }
-  absl::StatusOr<std::vector<Element>> Read(const std::string& id, service::ProcessingMode mode) {
-    service::ReaderOptions o;
-    o.dataset_id = id;
-    o.mode = mode;
-    auto reader = cluster.NewReader(o);
-    if (!reader.ok()) return reader.status();
-    return ReadAll(**reader);
-  }
-  std::vector<int> ports;
-  TestCluster cluster;
-};
-
 std::vector<std::string> WriteFiles(const TempDir& dir, int files, int records, std::map<std::string, int>* all) {
   std::vector<std::string> paths;
   for (int f = 0; f < files; ++f) {

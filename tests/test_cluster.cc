@@ -190,4 +190,32 @@ std::vector<Element> ReadAll(service::Reader& reader) {
   return out;
 }
 
+StaticCluster::StaticCluster(int n) : ports(TestCluster::FreePorts(n)), cluster(0, Config(ports)) {
+  for (int p : ports) cluster.AddWorker(p);
+}
+
+service::DispatcherConfig StaticCluster::Config(const std::vector<int>& ports) {
+  auto c = TestCluster::FastConfig();
+  for (int p : ports) c.worker_addresses.push_back("127.0.0.1:" + std::to_string(p));
+  return c;
+}
+
+absl::StatusOr<std::vector<Element>> StaticCluster::Read(const std::string& id, service::ProcessingMode mode) {
+  service::ReaderOptions o;
+  o.dataset_id = id;
+  o.mode = mode;
+  auto reader = cluster.NewReader(o);
+  if (!reader.ok()) return reader.status();
+  return ReadAll(**reader);
+}
+
+service::ReaderOptions ExactlyOnceOptions(const std::string& dataset_id, const std::string& job_name) {
+  service::ReaderOptions o;
+  o.dataset_id = dataset_id;
+  o.mode = service::DISTRIBUTED_EPOCH;
+  o.job_name = job_name;
+  o.exactly_once = true;
+  return o;
+}
+
 }  // namespace tfdata::testing

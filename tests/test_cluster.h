@@ -66,6 +66,21 @@ class TestCluster {
   size_t running_ = 0;
 };
 
+// A cluster whose dispatcher admits exactly `n` workers (static sharding: its worker list), all
+// started.
+struct StaticCluster {
+  explicit StaticCluster(int n);
+  static service::DispatcherConfig Config(const std::vector<int>& ports);
+  // Reads `id` in `mode` to the end with one reader.
+  absl::StatusOr<std::vector<Element>> Read(const std::string& id, service::ProcessingMode mode);
+  std::vector<int> ports;
+  TestCluster cluster;
+};
+
+// The options of an exactly-once distributed_epoch reader of `dataset_id` (a job of its own when
+// `job_name` is empty).
+service::ReaderOptions ExactlyOnceOptions(const std::string& dataset_id, const std::string& job_name = "");
+
 // Reads a reader to its end; REQUIREs no error.
 std::vector<Element> ReadAll(service::Reader& reader);
 // Reads with `readers` readers of `options` (give them a job name to share one job), each in its
