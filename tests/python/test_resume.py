@@ -141,3 +141,21 @@ def test_deterministic_order_is_the_same_whatever_the_workers(cluster, cluster2)
     assert head + tail == runs[0]
     with pytest.raises(ValueError, match="no job_name"):
         tfdata.from_dataset_id("distributed_epoch", cluster2.target, dataset_id, deterministic=True, job_name="x")
+
+
+def test_example_a_training_run_killed_after_its_checkpoint_resumes_exactly(tmpdir_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("torchdata.stateful_dataloader")
+    import os
+    import subprocess
+    import sys
+    from conftest import SOURCE_DIR
+    script = os.path.join(SOURCE_DIR, "examples", "python", "resume_torch.py")
+    checkpoint = os.path.join(tmpdir_path, "ckpt.pt")
+    first = subprocess.run([sys.executable, script, checkpoint], capture_output=True, text=True, timeout=180)
+    assert first.returncode == -9, first.stderr  # SIGKILL, 5 steps after its last checkpoint
+    assert "dying at step 45" in first.stdout
+    second = subprocess.run([sys.executable, script, checkpoint], capture_output=True, text=True, timeout=180)
+    assert second.returncode == 0, second.stderr
+    assert "resumed at step 40" in second.stdout
+    assert "every element once across the runs: True" in second.stdout
