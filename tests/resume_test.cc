@@ -258,12 +258,15 @@ TEST_CASE("deterministic order: the same sequence with 1, 2 or 4 workers, and wi
     } else {
       CHECK(sequence == first);
     }
-    // What waits its turn stays within the bound ReaderOptions::deterministic states: the buffer,
-    // once more for what is in order, and the responses in flight (32-byte batches). Not with a
-    // worker stopped mid-read: every task may overfill until its splits come again.
+    // What waits its turn stays within the bound ReaderOptions::deterministic states: twice the
+    // buffer (what is in order may fill it once more), the responses in flight, and up to
+    // max_requests_per_task responses per task fetched to find the next split (32-byte batches).
+    // Not with a worker stopped mid-read: every task may overfill until its splits come again.
     if (workers > 0) {
       CHECK((*reader)->max_reorder_bytes() <=
-            (2 * o.buffer_elements + o.max_outstanding_requests * o.max_elements_per_request) * 32);
+            (2 * o.buffer_elements + o.max_outstanding_requests * o.max_elements_per_request +
+             workers * o.max_requests_per_task * o.max_elements_per_request) *
+                32);
     }
   }
 }

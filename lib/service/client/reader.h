@@ -74,8 +74,9 @@ struct ReaderOptions {
   // whatever the workers' number, speed or deaths. Splits are fetched from all workers in parallel
   // and put in order here, in the same buffer (buffer_elements, buffer_bytes); when the buffer is
   // full of later splits, the reader still fetches from the tasks that have nothing in it, one of
-  // which holds the next split (so at most twice the buffer, plus the responses in flight; more
-  // only while a lost worker's splits are produced again).
+  // which holds the next split (so at most twice the buffer, plus the responses in flight and up
+  // to max_requests_per_task responses per task; more only while a lost worker's splits are
+  // produced again).
   bool deterministic = false;
   // With a filter that matches none of the job's workers, how long to wait for a matching one
   // before failing.
