@@ -1,5 +1,6 @@
 // Read states (issue 22): the progress a reader keeps of what it handed out, plans made of it,
 // their merge, and the stored form's refusals.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,39 @@ TEST_CASE("read progress: splits handed out in full become ranges, epochs handed
   CHECK(p.first_epoch() == 1);
   CHECK(p.ToPlan().epochs_size() == 0);
   CHECK(Ranges(p.Excluded(0)) == std::vector<std::pair<int64_t, int64_t>>{{0, 4}});
+}
+
+TEST_CASE("read progress: the per-split queries need no copies and agree with the copies", "[read_progress]") {
+  ReadProgress p(10);
+  p.SplitEnd(0, 1, 0);
+  p.SplitEnd(0, 2, 0);  // splits 1-2 done
+  p.Handed(0, 4, 0);    // split 4 in part
+  p.SplitEnd(0, 7, 0);  // split 7 done
+  CHECK(p.Done(0, 1));
+  CHECK_FALSE(p.Done(0, 4));
+  CHECK_FALSE(p.Done(0, 0));
+  CHECK_FALSE(p.Done(1, 1));
+  REQUIRE(p.PartialSplit(0, 4) != nullptr);
+  CHECK(Ranges(*p.PartialSplit(0, 4)) == std::vector<std::pair<int64_t, int64_t>>{{0, 1}});
+  CHECK(p.PartialSplit(0, 1) == nullptr);
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  using Run = std::pair<int64_t, int64_t>;
+  CHECK(p.NextRun(0, 0) == Run{0, 1});
+  CHECK(p.NextRun(0, 1) == Run{3, 4});  // steps over the done run
+  CHECK(p.NextRun(0, 4) == Run{5, 7});  // and over the split in part
+  CHECK(p.NextRun(0, 7) == Run{8, kUnbounded});
+  CHECK(p.NextRun(1, 3) == Run{3, kUnbounded});  // a later epoch excludes nothing
+}
+
+TEST_CASE("shard positions: a resumed stream's index maps past every range left out", "[read_progress]") {
+  ShardReadProgress left_out(2);
+  for (int64_t position : {0, 1, 2, 5, 6, 9}) left_out.Handed(0, position);
+  const ShardPositions positions(left_out);
+  // Shard 0 left out [0,3), [5,7) and [9,10): its stream holds 3, 4, 7, 8, 10, 11, ...
+  std::vector<int64_t> got;
+  for (int64_t i = 0; i < 6; ++i) got.push_back(positions.Position(0, i));
+  CHECK(got == std::vector<int64_t>{3, 4, 7, 8, 10, 11});
+  CHECK(positions.Position(1, 4) == 4);  // nothing left out of shard 1
 }
 
 TEST_CASE("read progress: a plan round-trips, and merging the readers of a job is the union", "[read_progress]") {

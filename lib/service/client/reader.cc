@@ -83,22 +83,8 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
     r->dataset_fingerprint_ = resp.dataset_fingerprint();
     r->plan_fingerprint_ = resp.plan_fingerprint();
     r->progress_ = ReadProgress(resp.num_splits());
-    // The first split in order: a resumed read skips what it had done (below).
-    if (resume) {
-      // The dispatcher checked the plan against the dataset's splits: it parses.
-      TFD_ASSIGN_OR_RETURN(ReadProgress before, ReadProgress::FromPlan(*resume, resp.num_splits(), "read state"));
-      r->progress_.Merge(before);
-      r->elements_before_ = elements_before;
-      r->next_split_ = {before.first_epoch(), 0};
-      r->resumed_from_ = std::move(before);
-      // The elements handed out before count as received: a worker skips them, and the readers'
-      // receipts must still add up to whole splits.
-      for (const EpochResume& e : resume->epochs()) {
-        for (const auto& [split, handed] : r->resumed_from_->Partial(e.epoch())) {
-          r->ledger_.Seed(e.epoch(), split, handed);
-        }
-      }
-    }
+    // The first split in order: a resumed read skips what it had done.
+    if (resume) TFD_RETURN_IF_ERROR(r->SeedResumeLocked(*resume, resp.num_splits(), elements_before));
     if (r->options_.deterministic) {
       // Position on the first split of the order that is not done.
       --r->next_split_.second;
@@ -108,11 +94,7 @@ absl::StatusOr<std::unique_ptr<Reader>> Reader::Create(ReaderOptions options,
     absl::MutexLock lock(&r->mu_);
     r->dataset_fingerprint_ = resp.dataset_fingerprint();
     r->shard_progress_ = ShardReadProgress(resp.num_shards());
-    if (resume) {
-      TFD_ASSIGN_OR_RETURN(r->resumed_shards_, ShardReadProgress::FromPlan(*resume, "read state"));
-      r->shard_progress_.Merge(r->resumed_shards_);
-      r->elements_before_ = elements_before;
-    }
+    if (resume) TFD_RETURN_IF_ERROR(r->SeedShardResumeLocked(*resume, elements_before));
   }
   TFD_RETURN_IF_ERROR(r->Start(r->options_.max_outstanding_requests));
   return r;
@@ -402,7 +384,7 @@ void Reader::DeliverLocked(TaskState& ts, bool all) {
         Ready entry{.element = std::move(r.elements[i])};
         if (sharded) {
           // Its place in the shard's stream (a resumed job's workers leave out what was read before).
-          entry.seq = resumed_shards_.Position(ts.shard, r.first_index + static_cast<int64_t>(i));
+          entry.seq = resumed_positions_.Position(ts.shard, r.first_index + static_cast<int64_t>(i));
           entry.shard = ts.shard;
         }
         ReadyLocked(std::move(entry));
@@ -507,108 +489,6 @@ void Reader::TakeMarkersLocked() {
     progress_.SplitEnd(m.epoch, m.split, m.seq);
     ready_.pop_front();
   }
-}
-
-void Reader::ReorderLocked(Ready r) {
-  if (!r.split_end) r.bytes = static_cast<int64_t>(ElementByteSize(r.element));
-  ++reorder_elements_;
-  reorder_bytes_ += r.bytes;
-  max_reorder_bytes_ = std::max(max_reorder_bytes_, reorder_bytes_);
-  ++reorder_by_task_[r.task_id];
-  reorder_[{r.epoch, r.split}].push_back(std::move(r));
-}
-
-void Reader::ReleaseInOrderLocked() {
-  while (true) {
-    auto it = reorder_.find(next_split_);
-    if (it == reorder_.end()) {
-      // Nothing of the next split yet; unless the read is over, when what is left goes in order.
-      if (reorder_.empty() || !DoneLocked()) return;
-      it = reorder_.begin();
-    }
-    bool ended = false;
-    while (!it->second.empty() && !ended) {
-      Ready& r = it->second.front();
-      ended = r.split_end;
-      --reorder_elements_;
-      reorder_bytes_ -= r.bytes;
-      if (--reorder_by_task_[r.task_id] == 0) reorder_by_task_.erase(r.task_id);
-      ReadyLocked(std::move(r));
-      it->second.pop_front();
-    }
-    if (!ended) return;  // the rest of the split is still to come
-    reorder_.erase(it);
-    AdvanceSplitLocked();
-  }
-}
-
-void Reader::AdvanceSplitLocked() {
-  const int64_t n = progress_.num_splits();
-  if (n <= 0) return;
-  while (true) {
-    if (++next_split_.second >= n) next_split_ = {next_split_.first + 1, 0};
-    if (!resumed_from_) return;
-    // A split the resumed read had handed out in full does not come again.
-    if (next_split_.first < resumed_from_->first_epoch()) continue;
-    const SeqRanges excluded = resumed_from_->Excluded(next_split_.first);
-    if (!excluded.Contains(next_split_.second) ||
-        resumed_from_->Partial(next_split_.first).contains(next_split_.second)) {
-      return;
-    }
-  }
-}
-
-bool Reader::ReadyFullLocked() const {
-  return static_cast<int64_t>(ready_.size()) >= options_.buffer_elements || ready_bytes_ >= options_.buffer_bytes;
-}
-
-bool Reader::MayOverfillLocked(int64_t task_id) const {
-  // What is in order may fill the buffer once more; beyond that, wait for the consumer. The
-  // splits waiting their turn are bounded by the buffer too, plus one response per task.
-  if (ReadyFullLocked()) return false;
-  if (!reorder_by_task_.contains(task_id)) return true;
-  // Every live task has entries waiting: the next split is behind one of them (a split produced
-  // again after its worker was lost comes after the task's later splits).
-  for (const auto& [id, ts] : tasks_) {
-    if (!ts.ended && !reorder_by_task_.contains(id)) return false;
-  }
-  return true;
-}
-
-int64_t Reader::max_reorder_bytes() const {
-  absl::MutexLock lock(&mu_);
-  return max_reorder_bytes_;
-}
-
-absl::StatusOr<ReadState> Reader::SaveState() const {
-  if (IsStaticSharding(options_.mode)) {
-    absl::MutexLock lock(&mu_);
-    ReadState state;
-    state.set_version(kReadStateVersion);
-    state.set_mode(options_.mode);
-    state.set_elements(elements_before_ + elements_delivered_);
-    state.set_job_name(options_.job_name);
-    shard_progress_.ToPlan(state.mutable_handed());
-    state.mutable_handed()->set_dataset_fingerprint(dataset_fingerprint_);
-    return state;
-  }
-  if (!options_.exactly_once) {
-    return absl::FailedPreconditionError(
-        "a read state needs exactly-once reads (--exactly-once, exactly_once=True) in --mode distributed_epoch, or "
-        "static sharding: a parallel_epochs read has no position that a new job could resume from "
-        "(docs/guarantees.md)");
-  }
-  absl::MutexLock lock(&mu_);
-  ReadState state;
-  state.set_version(kReadStateVersion);
-  state.set_mode(options_.mode);
-  state.set_num_splits(progress_.num_splits());
-  state.set_elements(elements_before_ + elements_delivered_);
-  state.set_job_name(options_.job_name);
-  *state.mutable_handed() = progress_.ToPlan();
-  state.mutable_handed()->set_dataset_fingerprint(dataset_fingerprint_);
-  state.mutable_handed()->set_plan_fingerprint(plan_fingerprint_);
-  return state;
 }
 
 }  // namespace tfdata::service

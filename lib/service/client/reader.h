@@ -193,6 +193,11 @@ class Reader : private JobMembership {
   // what is in order below the buffer's bounds, and the task has nothing waiting in the buffer
   // (or no live task is so).
   bool MayOverfillLocked(int64_t task_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A resumed read (exactly-once, static sharding): starts from what `resume` handed out.
+  absl::Status SeedResumeLocked(const ResumePlan& resume, int64_t num_splits, int64_t elements_before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SeedShardResumeLocked(const ResumePlan& resume, int64_t elements_before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves leading split-end markers of ready_ into progress_.
   void TakeMarkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -235,7 +240,7 @@ class Reader : private JobMembership {
   // Static sharding: what Next() handed out of each shard's stream, and what a resumed read's
   // workers leave out of their streams (to map stream indexes back to shard positions).
   ShardReadProgress shard_progress_ ABSL_GUARDED_BY(mu_);
-  ShardReadProgress resumed_shards_ ABSL_GUARDED_BY(mu_);
+  ShardPositions resumed_positions_ ABSL_GUARDED_BY(mu_);
   TargetWorkers target_ = TARGET_WORKERS_ANY;  // options_.target_workers resolved
   // Since when the dispatcher lists tasks of which none is targeted (a clear error after a while).
   absl::Time untargeted_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();

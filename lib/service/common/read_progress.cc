@@ -174,6 +174,45 @@ SeqRanges ReadProgress::Excluded(int64_t epoch) const {
   return out;
 }
 
+bool ReadProgress::Done(int64_t epoch, int64_t split) const {
+  if (epoch < first_epoch_) return true;
+  auto it = epochs_.find(epoch);
+  return it != epochs_.end() && it->second.done.Contains(split);
+}
+
+const SeqRanges* ReadProgress::PartialSplit(int64_t epoch, int64_t split) const {
+  auto it = epochs_.find(epoch);
+  if (it == epochs_.end()) return nullptr;
+  auto s = it->second.partial.find(split);
+  return s == it->second.partial.end() ? nullptr : &s->second.handed;
+}
+
+std::pair<int64_t, int64_t> ReadProgress::NextRun(int64_t epoch, int64_t from) const {
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  if (epoch < first_epoch_) return {num_splits_, kUnbounded};
+  auto it = epochs_.find(epoch);
+  if (it == epochs_.end()) return {from, kUnbounded};
+  const auto& done = it->second.done.ranges();
+  const auto& partial = it->second.partial;
+  // Step over excluded splits: a done range, or a split handed out in part.
+  while (true) {
+    auto d = done.upper_bound(from);
+    if (d != done.begin() && std::prev(d)->second > from) {
+      from = std::prev(d)->second;
+      continue;
+    }
+    if (partial.contains(from)) {
+      ++from;
+      continue;
+    }
+    break;
+  }
+  int64_t end = kUnbounded;
+  if (auto d = done.upper_bound(from); d != done.end()) end = d->first;
+  if (auto p = partial.upper_bound(from); p != partial.end()) end = std::min(end, p->first);
+  return {from, end};
+}
+
 std::map<int64_t, SeqRanges> ReadProgress::Partial(int64_t epoch) const {
   std::map<int64_t, SeqRanges> out;
   auto it = epochs_.find(epoch);
@@ -228,18 +267,33 @@ SeqRanges ShardReadProgress::Shard(int32_t shard) const {
   return it == shards_.end() ? SeqRanges() : it->second;
 }
 
-int64_t ShardReadProgress::Position(int32_t shard, int64_t index) const {
-  auto it = shards_.find(shard);
-  if (it == shards_.end()) return index;
-  // The ranges left out before the position push it on (few: one for a reader alone).
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  int64_t position = index;
-  for (const auto& [b, e] : it->second.ranges()) {
-    if (b > position) break;
-    if (e - b > kMax - position) return kMax;  // a state that left out everything after
-    position += e - b;
+namespace {
+
+constexpr int64_t kMaxPosition = std::numeric_limits<int64_t>::max();
+
+int64_t SaturatingAdd(int64_t a, int64_t b) { return b > kMaxPosition - a ? kMaxPosition : a + b; }
+
+}  // namespace
+
+ShardPositions::ShardPositions(const ShardReadProgress& left_out) {
+  for (const auto& [shard, ranges] : left_out.shards()) {
+    std::vector<Gap>& gaps = gaps_[shard];
+    int64_t skipped = 0;
+    for (const auto& [b, e] : ranges.ranges()) {
+      // Ranges are sorted and disjoint, so the indices are non-decreasing.
+      gaps.push_back({b - skipped, skipped = SaturatingAdd(skipped, e - b)});
+    }
   }
-  return position;
+}
+
+int64_t ShardPositions::Position(int32_t shard, int64_t index) const {
+  auto it = gaps_.find(shard);
+  if (it == gaps_.end()) return index;
+  // Every range that begins at or before the position pushes it on.
+  const std::vector<Gap>& gaps = it->second;
+  auto after = std::upper_bound(gaps.begin(), gaps.end(), index, [](int64_t i, const Gap& g) { return i < g.index; });
+  if (after == gaps.begin()) return index;
+  return SaturatingAdd(index, std::prev(after)->skipped_through);
 }
 
 }  // namespace tfdata::service

@@ -16,6 +16,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "lib/service/common/seq_ranges.h"
@@ -44,9 +46,18 @@ class ReadProgress {
   int64_t first_epoch() const { return first_epoch_; }
   int64_t num_splits() const { return num_splits_; }
   // For the dispatcher: the splits of `epoch` not to hand out in order (done or partial), and the
-  // splits handed out in part, with what to skip.
+  // splits handed out in part, with what to skip. Copies: for tests and one-off use.
   SeqRanges Excluded(int64_t epoch) const;
   std::map<int64_t, SeqRanges> Partial(int64_t epoch) const;
+  // The same without copies, for the per-split paths. Whether split `split` of `epoch` was handed
+  // out in full.
+  bool Done(int64_t epoch, int64_t split) const;
+  // What was handed out of a split handed out in part; null when it was not. Valid until the
+  // progress next changes.
+  const SeqRanges* PartialSplit(int64_t epoch, int64_t split) const;
+  // The first run [begin, end) of splits of `epoch` at or after `from` that are not excluded
+  // (end is INT64_MAX when no excluded split follows; begin is num_splits when none is left).
+  std::pair<int64_t, int64_t> NextRun(int64_t epoch, int64_t from) const;
 
  private:
   struct Split {
@@ -86,12 +97,32 @@ class ShardReadProgress {
   int32_t num_shards() const { return num_shards_; }
   // What was handed out of `shard` (empty when nothing).
   SeqRanges Shard(int32_t shard) const;
-  // The shard position of index `index` of a stream that leaves out the positions in Shard(shard).
-  int64_t Position(int32_t shard, int64_t index) const;
+  const std::map<int32_t, SeqRanges>& shards() const { return shards_; }
 
  private:
   int32_t num_shards_ = 0;
   std::map<int32_t, SeqRanges> shards_;
+};
+
+// Maps an index of a resumed shard's stream (which leaves out the positions handed out before)
+// back to the shard's position, in O(log ranges) per element. Built once from the progress the
+// job resumed from; holds no reference to it. Immutable after construction: thread-safe.
+class ShardPositions {
+ public:
+  ShardPositions() = default;
+  explicit ShardPositions(const ShardReadProgress& left_out);
+  // The shard position of index `index` of a stream that leaves out the positions of `shard`
+  // (INT64_MAX when the positions left out reach past every index).
+  int64_t Position(int32_t shard, int64_t index) const;
+
+ private:
+  // Per shard, per range left out in order: the stream index at which it would begin (the
+  // range's begin less what was left out before it), and what was left out up to its end.
+  struct Gap {
+    int64_t index;
+    int64_t skipped_through;
+  };
+  std::map<int32_t, std::vector<Gap>> gaps_;
 };
 
 }  // namespace tfdata::service

@@ -26,10 +26,9 @@ SkipRanges Dispatcher::SkipsLocked(const DispatcherState::Iteration& iteration, 
   const ReadProgress* resumed = state_.ResumeOf(iteration);
   if (resumed == nullptr) return skips;
   // What readers had handed out before the resume, with what readers of this job have since.
-  const std::map<int64_t, SeqRanges> partial = resumed->Partial(epoch);
-  auto before = partial.find(split);
-  if (before == partial.end()) return skips;
-  SeqRanges all = before->second;
+  const SeqRanges* before = resumed->PartialSplit(epoch, split);
+  if (before == nullptr) return skips;
+  SeqRanges all = *before;
   for (int i = 0; i < std::min(skips.begins_size(), skips.ends_size()); ++i) all.Add(skips.begins(i), skips.ends(i));
   SkipRanges out;
   for (const auto& [b, e] : all.ranges()) {

@@ -80,18 +80,7 @@ std::pair<int64_t, int64_t> DispatcherState::NextSplitRun(const Iteration& itera
   int64_t next = n == iteration.next_split.end() ? 0 : n->second;
   const ReadProgress* resumed = ResumeOf(iteration);
   if (resumed == nullptr) return {next, kUnbounded};
-  if (epoch < resumed->first_epoch()) return {resumed->num_splits(), kUnbounded};
-  // The ranges are few: the done ones and one per split handed out in part.
-  const SeqRanges excluded = resumed->Excluded(epoch);
-  for (const auto& [b, e] : excluded.ranges()) {
-    if (e <= next) continue;
-    if (b <= next) {
-      next = e;
-      continue;
-    }
-    return {next, b};
-  }
-  return {next, kUnbounded};
+  return resumed->NextRun(epoch, next);
 }
 
 std::vector<int64_t> DispatcherState::ReturnableSplits(const Task& task) const {
