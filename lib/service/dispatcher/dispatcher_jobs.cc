@@ -138,14 +138,21 @@ absl::StatusOr<std::optional<SplitPlan>> Dispatcher::PlanNewJobLocked(const GetO
   return plan;
 }
 
+namespace {
+
+// Both kinds of resume: the state must be of this dataset's pipeline.
+absl::Status CheckResumedDataset(const GetOrCreateJobRequest& req, const std::string& fingerprint) {
+  if (req.resume().dataset_fingerprint() == fingerprint) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "get or create job: the read state is of another pipeline (fingerprint ", req.resume().dataset_fingerprint(),
+      "), not of dataset ", req.dataset_id(), " (fingerprint ", fingerprint, "): nothing was read"));
+}
+
+}  // namespace
+
 absl::Status Dispatcher::CheckResumeLocked(const GetOrCreateJobRequest& req, const SplitPlan& plan) const {
   const ResumePlan& r = req.resume();
-  const std::string& fingerprint = state_.FindDataset(req.dataset_id())->fingerprint;
-  if (r.dataset_fingerprint() != fingerprint) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("get or create job: the read state is of another pipeline (fingerprint ", r.dataset_fingerprint(),
-                     "), not of dataset ", req.dataset_id(), " (fingerprint ", fingerprint, "): nothing was read"));
-  }
+  TFD_RETURN_IF_ERROR(CheckResumedDataset(req, state_.FindDataset(req.dataset_id())->fingerprint));
   if (r.plan_fingerprint() != SplitPlanFingerprint(plan)) {
     return absl::FailedPreconditionError(
         absl::StrCat("get or create job: the read state does not fit dataset ", req.dataset_id(),
@@ -162,11 +169,7 @@ absl::Status Dispatcher::CheckResumeLocked(const GetOrCreateJobRequest& req, con
 absl::Status Dispatcher::CheckShardResumeLocked(const GetOrCreateJobRequest& req) const {
   const ResumePlan& r = req.resume();
   const auto* dataset = state_.FindDataset(req.dataset_id());
-  if (r.dataset_fingerprint() != dataset->fingerprint) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "get or create job: the read state is of another pipeline (fingerprint ", r.dataset_fingerprint(),
-        "), not of dataset ", req.dataset_id(), " (fingerprint ", dataset->fingerprint, "): nothing was read"));
-  }
+  TFD_RETURN_IF_ERROR(CheckResumedDataset(req, dataset->fingerprint));
   const auto shards = static_cast<int32_t>(config_.worker_addresses.size());
   if (r.num_shards() != shards) {
     return absl::FailedPreconditionError(
