@@ -47,6 +47,24 @@ std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const 
   return std::make_unique<Process>(args, dir.Join(log));
 }
 
+FaultTolerantDispatcher::FaultTolerantDispatcher(const TempDir& dir, std::vector<std::string> extra)
+    : dir_(dir), extra_(std::move(extra)) {
+  process_ = StartFaultTolerantDispatcher(dir_, dir_.Join("work"), "0", "d1", extra_);
+  port_ = WaitForPort(dir_.Join("d.port"));
+  addr_ = "127.0.0.1:" + port_;
+}
+
+void FaultTolerantDispatcher::Kill() {
+  process_->Signal(SIGKILL);
+  CHECK(process_->Wait() == -SIGKILL);
+}
+
+void FaultTolerantDispatcher::Restart(const std::string& log) {
+  std::remove(dir_.Join("d.port").c_str());
+  process_ = StartFaultTolerantDispatcher(dir_, dir_.Join("work"), port_, log, extra_);
+  WaitForPort(dir_.Join("d.port"));
+}
+
 void CheckEachOnce(const std::string& out, int64_t n) {
   std::map<int64_t, int> counts;
   std::istringstream lines(out);

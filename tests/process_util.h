@@ -82,6 +82,31 @@ std::unique_ptr<Process> StartFaultTolerantDispatcher(const TempDir& dir, const 
                                                       const std::string& port, const std::string& log,
                                                       const std::vector<std::string>& extra);
 
+// A --fault-tolerant dispatcher process on 127.0.0.1 (journal in dir/work, port in dir/d.port),
+// to be killed and started again on the same port, as an operator's restart would. Not
+// thread-safe; owns its process (killed on destruction).
+class FaultTolerantDispatcher {
+ public:
+  // Started on any port, logging to dir/d1.*; `extra` flags go to every start. Returns once it
+  // listens.
+  explicit FaultTolerantDispatcher(const TempDir& dir, std::vector<std::string> extra = {});
+  // SIGKILLs it and waits for it to die.
+  void Kill();
+  // Starts it again (after Kill) on the same port and work dir, logging to dir/`log`.*; returns
+  // once it listens.
+  void Restart(const std::string& log);
+
+  Process& process() { return *process_; }
+  const std::string& port() const { return port_; }
+  const std::string& addr() const { return addr_; }
+
+ private:
+  const TempDir& dir_;
+  const std::vector<std::string> extra_;
+  std::unique_ptr<Process> process_;
+  std::string port_, addr_;
+};
+
 // `out` is `tfdata read`'s text output of batches ("[a b c d]" per line): CHECKs that it holds
 // each of 0 .. n-1 exactly once.
 void CheckEachOnce(const std::string& out, int64_t n);

@@ -56,10 +56,8 @@ TEST_CASE("processes: resume: a trainer killed after it saved its state and read
   const Between between = GENERATE(Between::kNothing, Between::kDispatcherRestart, Between::kMoreWorkers);
   INFO("between the runs: " << static_cast<int>(between));
   TempDir dir;
-  const std::string work = dir.Join("work");
-  auto dispatcher = StartFaultTolerantDispatcher(dir, work, "0", "d1", {});
-  const std::string port = WaitForPort(dir.Join("d.port"));
-  const std::string addr = "127.0.0.1:" + port;
+  FaultTolerantDispatcher dispatcher(dir);
+  const std::string addr = dispatcher.addr();
   auto workers = StartWorkers(dir, addr, 2);
   // batch and a seeded shuffle after the source; slow enough that the kill lands mid-read.
   const int64_t n = 40000;
@@ -81,11 +79,8 @@ TEST_CASE("processes: resume: a trainer killed after it saved its state and read
   INFO(state->elements() << " elements in the state, " << LineCount(first_out) << " lines written");
   REQUIRE(LineCount(first_out) >= state->elements());
   if (between == Between::kDispatcherRestart) {
-    dispatcher->Signal(SIGKILL);
-    dispatcher->Wait();
-    std::remove(dir.Join("d.port").c_str());
-    dispatcher = StartFaultTolerantDispatcher(dir, work, port, "d2", {});
-    WaitForPort(dir.Join("d.port"));
+    dispatcher.Kill();
+    dispatcher.Restart("d2");
   } else if (between == Between::kMoreWorkers) {
     for (int i = 0; i < 2; ++i) std::remove(dir.Join("w" + std::to_string(i) + ".port").c_str());
     auto more = StartWorkers(dir, addr, 1);
@@ -158,9 +153,8 @@ TEST_CASE("processes: deterministic order: one worker, and three with one SIGKIL
   for (int workers : {1, 3}) {
     INFO(workers << " workers");
     TempDir dir;
-    const std::string work = dir.Join("work");
-    auto dispatcher = StartFaultTolerantDispatcher(dir, work, "0", "d", {"--worker-timeout", "1s"});
-    const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
+    FaultTolerantDispatcher dispatcher(dir, {"--worker-timeout", "1s"});
+    const std::string addr = dispatcher.addr();
     auto procs = StartWorkers(dir, addr, workers);
     WriteFile(dir.Join("p.pbtxt"),
               "op { range { stop: 20000 } } op { map { fn { sleep { micros: 50 } } } } "

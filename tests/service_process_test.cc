@@ -218,25 +218,17 @@ TEST_CASE("processes: static sharding with a fixed worker list, and a worker not
 TEST_CASE("processes: a fault-tolerant dispatcher killed with SIGKILL mid-epoch and restarted, exactly once",
           "[service][process][journal]") {
   TempDir dir;
-  const std::string work = dir.Join("work");
-  auto start_dispatcher = [&](const std::string& port, const std::string& log) {
-    return StartFaultTolerantDispatcher(dir, work, port, log, {});
-  };
-  auto dispatcher = start_dispatcher("0", "d1");
-  const std::string port = WaitForPort(dir.Join("d.port"));
-  const std::string addr = "127.0.0.1:" + port;
+  FaultTolerantDispatcher dispatcher(dir);
+  const std::string addr = dispatcher.addr();
   auto workers = StartWorkers(dir, addr, 3);
   // About 1.5 s of work per worker: 100000 elements, 45 us each, over 3 workers.
   WriteFile(dir.Join("p.pbtxt"), "op { range { stop: 100000 } } op { map { fn { sleep { micros: 45 } } } }");
   Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch", "-q"},
                  dir.Join("r"));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  dispatcher->Signal(SIGKILL);
-  CHECK(dispatcher->Wait() == -SIGKILL);
+  dispatcher.Kill();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  std::remove(dir.Join("d.port").c_str());
-  dispatcher = start_dispatcher(port, "d2");
-  WaitForPort(dir.Join("d.port"));
+  dispatcher.Restart("d2");
   INFO(reader.err());
   REQUIRE(reader.Wait() == 0);
   auto counts = LineCounts(reader.out());
@@ -244,7 +236,7 @@ TEST_CASE("processes: a fault-tolerant dispatcher killed with SIGKILL mid-epoch 
   bool each_once = true;
   for (const auto& [line, n] : counts) each_once = each_once && n == 1;
   CHECK(each_once);
-  CHECK_THAT(dispatcher->err(), Catch::Contains("recovered "));
+  CHECK_THAT(dispatcher.process().err(), Catch::Contains("recovered "));
 }
 
 TEST_CASE("processes: --exit-when-idle ends a dispatcher and a worker once their job is done", "[service][process]") {
@@ -326,26 +318,18 @@ TEST_CASE("processes: restarts of a parallel_epochs dispatcher, fault-tolerant a
 TEST_CASE("processes: fault-tolerant dispatcher and a worker both killed mid-epoch, nothing twice, the loss counted",
           "[service][process][journal]") {
   TempDir dir;
-  const std::string work = dir.Join("work");
-  auto start_dispatcher = [&](const std::string& port, const std::string& log) {
-    return StartFaultTolerantDispatcher(dir, work, port, log, {"--worker-timeout", "1s"});
-  };
-  auto dispatcher = start_dispatcher("0", "d1");
-  const std::string port = WaitForPort(dir.Join("d.port"));
-  const std::string addr = "127.0.0.1:" + port;
+  FaultTolerantDispatcher dispatcher(dir, {"--worker-timeout", "1s"});
+  const std::string addr = dispatcher.addr();
   auto workers = StartWorkers(dir, addr, 3);
   const int n = 100000;
   WriteFile(dir.Join("p.pbtxt"), "op { range { stop: 100000 } } op { map { fn { sleep { micros: 45 } } } }");
   Process reader({"read", "--dispatcher", addr, dir.Join("p.pbtxt"), "--mode", "distributed_epoch"}, dir.Join("r"));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  dispatcher->Signal(SIGKILL);
-  dispatcher->Wait();
+  dispatcher.Kill();
   workers[2]->Signal(SIGKILL);
   workers[2]->Wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  std::remove(dir.Join("d.port").c_str());
-  dispatcher = start_dispatcher(port, "d2");
-  WaitForPort(dir.Join("d.port"));
+  dispatcher.Restart("d2");
   INFO(reader.err());
   REQUIRE(reader.Wait() == 4);  // 4: the read lost data (a task dropped)
   std::set<int64_t> seen;
@@ -482,13 +466,8 @@ TEST_CASE(
     "every element once, exit 0",
     "[service][process][journal][exactly_once]") {
   TempDir dir;
-  const std::string work = dir.Join("work");
-  auto start_dispatcher = [&](const std::string& port, const std::string& log) {
-    return StartFaultTolerantDispatcher(dir, work, port, log, {"--worker-timeout", "1s"});
-  };
-  auto dispatcher = start_dispatcher("0", "d1");
-  const std::string port = WaitForPort(dir.Join("d.port"));
-  const std::string addr = "127.0.0.1:" + port;
+  FaultTolerantDispatcher dispatcher(dir, {"--worker-timeout", "1s"});
+  const std::string addr = dispatcher.addr();
   auto workers = StartWorkers(dir, addr, 4);
   const int64_t n = 100000;
   WriteFile(dir.Join("p.pbtxt"),
@@ -504,14 +483,11 @@ TEST_CASE(
   workers[1]->Wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   // The dispatcher, and a worker while it is down; then a new worker joins.
-  dispatcher->Signal(SIGKILL);
-  dispatcher->Wait();
+  dispatcher.Kill();
   workers[2]->Signal(SIGKILL);
   workers[2]->Wait();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  std::remove(dir.Join("d.port").c_str());
-  dispatcher = start_dispatcher(port, "d2");
-  WaitForPort(dir.Join("d.port"));
+  dispatcher.Restart("d2");
   std::remove(dir.Join("w0.port").c_str());  // the new worker writes its own
   auto late = StartWorkers(dir, addr, 1);
   INFO(reader.err());
@@ -525,13 +501,8 @@ TEST_CASE(
     "out again, every element once",
     "[service][process][journal][exactly_once]") {
   TempDir dir;
-  const std::string work = dir.Join("work");
-  auto start_dispatcher = [&](const std::string& port, const std::string& log) {
-    return StartFaultTolerantDispatcher(dir, work, port, log, {"--worker-timeout", "1s", "--log-level", "info"});
-  };
-  auto dispatcher = start_dispatcher("0", "d1");
-  const std::string port = WaitForPort(dir.Join("d.port"));
-  const std::string addr = "127.0.0.1:" + port;
+  FaultTolerantDispatcher dispatcher(dir, {"--worker-timeout", "1s", "--log-level", "info"});
+  const std::string addr = dispatcher.addr();
   auto workers = StartWorkers(dir, addr, 3);
   const int64_t n = 60000;
   WriteFile(dir.Join("p.pbtxt"),
@@ -545,16 +516,14 @@ TEST_CASE(
   // The moment the dispatcher pools the lost worker's splits, before the readers' reports let them
   // go out again: kill it there.
   const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (dispatcher->err().find("go to other workers (exactly once)") == std::string::npos && Clock::now() < deadline) {
+  while (dispatcher.process().err().find("go to other workers (exactly once)") == std::string::npos &&
+         Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  dispatcher->Signal(SIGKILL);
-  dispatcher->Wait();
-  INFO(dispatcher->err());
-  REQUIRE(dispatcher->err().find("go to other workers (exactly once)") != std::string::npos);
-  std::remove(dir.Join("d.port").c_str());
-  dispatcher = start_dispatcher(port, "d2");
-  WaitForPort(dir.Join("d.port"));
+  dispatcher.Kill();
+  INFO(dispatcher.process().err());
+  REQUIRE(dispatcher.process().err().find("go to other workers (exactly once)") != std::string::npos);
+  dispatcher.Restart("d2");
   INFO(reader.err());
   REQUIRE(reader.Wait() == 0);
   CheckEachOnce(reader.out(), n);
