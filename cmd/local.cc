@@ -1,5 +1,6 @@
 // `tfdata local PIPELINE`: a dispatcher, N workers and a reader in this process (the demo).
 #include "cmd/common.h"
+#include "cmd/python_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
@@ -18,6 +19,7 @@ struct LocalFlags {
   OutputFlags output;
   std::string log_level = "warn";
   std::string max_task_memory;  // empty: DefaultTaskMemoryLimit()
+  PythonFlags python;
 };
 
 int RunLocal(const LocalFlags& f) {
@@ -34,6 +36,9 @@ int RunLocal(const LocalFlags& f) {
     max_task_memory = *limit;
   }
 
+  // One pool of helpers for the in-process workers: it is the host's cores that it divides.
+  auto python = StartPythonHelpers(f.python, "tfdata local");
+  if (!python.ok()) return Fail(python.status(), kExitUsage);
   service::DispatcherServer dispatcher(service::DispatcherConfig{});
   if (auto st = dispatcher.Start("127.0.0.1", 0); !st.ok()) return Fail(st, kExitRuntimeError);
   const std::string address = fmt::format("127.0.0.1:{}", dispatcher.port());
@@ -48,6 +53,7 @@ int RunLocal(const LocalFlags& f) {
     options.worker_address = "127.0.0.1:%port%";
     options.config.heartbeat_interval = absl::Milliseconds(100);
     options.config.build_options = LocalBuildOptions();  // the user's own pipeline, in the user's process
+    options.config.build_options.functions.python = *python;
     options.config.max_task_memory = max_task_memory;
     workers.push_back(std::make_unique<service::WorkerServer>(options));
     if (auto st = workers.back()->Start(); !st.ok()) return Fail(st, kExitRuntimeError);
@@ -90,6 +96,7 @@ void AddLocalCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--transfer", f->transfer, "Data plane between workers and reader: local (in-process) or grpc")
       ->capture_default_str();
   AddOutputFlags(sub, &f->output);
+  AddPythonFlags(sub, &f->python);
   AddLogLevelFlag(sub, &f->log_level);
   sub->callback([f, action] { *action = [f] { return RunLocal(*f); }; });
 }

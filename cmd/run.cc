@@ -1,6 +1,7 @@
 // `tfdata run PIPELINE`: iterate a pipeline in this process and write its elements.
 #include "CLI/CLI.hpp"
 #include "cmd/common.h"
+#include "cmd/python_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
 #include "lib/output/element_writer.h"
@@ -12,6 +13,7 @@ struct RunFlags {
   std::string pipeline;
   std::string max_memory;  // empty: half of this machine's memory
   OutputFlags output;
+  PythonFlags python;
 };
 
 int Run(const RunFlags& f) {
@@ -20,6 +22,9 @@ int Run(const RunFlags& f) {
   auto loaded = LoadPipelineFile(f.pipeline);
   if (!loaded.ok()) return Fail(loaded.status(), kExitBadPipeline);
   BuildOptions options = LocalBuildOptions();
+  auto python = StartPythonHelpers(f.python, "tfdata run");
+  if (!python.ok()) return Fail(python.status(), kExitUsage);
+  options.functions.python = *python;
   if (!f.max_memory.empty()) {
     auto limit = ParseByteSizeFlag(f.max_memory, "--max-memory");
     if (!limit.ok()) return Fail(limit.status(), kExitUsage);
@@ -43,6 +48,7 @@ void AddRunCommand(CLI::App& app, std::function<int()>* action) {
                               "error naming the op (default: half of this machine's memory, here {})",
                               FormatBytes(DefaultMemoryBudget()->limit())));
   AddOutputFlags(sub, &flags->output);
+  AddPythonFlags(sub, &flags->python);
   sub->callback([flags, action] { *action = [flags] { return Run(*flags); }; });
 }
 

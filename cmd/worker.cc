@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "cmd/common.h"
+#include "cmd/python_flags.h"
 #include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
@@ -30,6 +31,7 @@ struct WorkerFlags {
   std::string round_expiry = "30s";
   double link_gbps = 10;
   service::SecurityFiles security;
+  PythonFlags python;
 };
 
 int RunWorker(const WorkerFlags& f) {
@@ -76,8 +78,13 @@ int RunWorker(const WorkerFlags& f) {
   auto security = service::LoadSecurity(f.security, service::SecurityRole::kServerAndClient);
   if (!security.ok()) return Fail(security.status(), kExitUsage);
   options.security = *security;
+  // The modules are imported before the worker registers: a module that fails stops it here.
+  auto python = StartPythonHelpers(f.python, "this worker");
+  if (!python.ok()) return Fail(python.status(), kExitUsage);
+  options.config.build_options.functions.python = *python;
   service::WorkerServer server(options);
   if (auto st = server.Start(); !st.ok()) return Fail(st, kExitRuntimeError);
+  (*python)->set_where("worker " + server.address());
   if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
   fmt::print("worker listening on grpc://{}{} (dispatcher {})\n", server.address(),
              service::DescribeServerSecurity(security->get()), *dispatcher);
@@ -114,6 +121,7 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--heartbeat-interval", f->heartbeat_interval, "Time between heartbeats to the dispatcher")
       ->capture_default_str();
   sub->add_flag("--allow-plugins", f->allow_plugins, "Let pipelines load user functions from shared libraries");
+  AddPythonFlags(sub, &f->python);
   sub->add_option("--tag", f->tags,
                   "A tag for this worker (repeatable); readers can pick workers by tag (read --worker-tag)");
   sub->add_option("--cross-trainer-cache-size", f->cross_trainer_cache_size,

@@ -26,9 +26,20 @@ absl::StatusOr<std::unique_ptr<Function>> CreateFunction(const pipeline::Functio
     case K::kSleep: return MakeSleep(spec.sleep());
     case K::kPlugin: return MakePlugin(spec.plugin(), options);
     case K::kSelect: return MakeSelect(spec.select());
+    case K::kPython: return MakePython(spec.python(), options);
     case K::KIND_NOT_SET: break;
   }
   return absl::InvalidArgumentError("function has no kind set (expected e.g. `arith { ... }`)");
+}
+
+std::vector<absl::StatusOr<Element>> Function::ApplyBatch(std::vector<Element> inputs,
+                                                          const FunctionContext& first) const {
+  std::vector<absl::StatusOr<Element>> out;
+  out.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    out.push_back(Apply(std::move(inputs[i]), FunctionContext{first.element_index + i, first.iteration}));
+  }
+  return out;
 }
 
 absl::Status CheckComponent(std::string_view fn, int component, size_t num_components) {

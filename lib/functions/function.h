@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "lib/core/element_spec.h"
 #include "lib/core/memory_budget.h"
 #include "lib/core/tensor.h"
+#include "lib/functions/python_host.h"
 #include "lib/io/path_policy.h"
 #include "proto/pipeline.pb.h"
 
@@ -36,6 +38,13 @@ class Function {
   virtual absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const = 0;
   // Thread-safe. Errors say what was wrong with the element.
   virtual absl::StatusOr<Element> Apply(Element input, const FunctionContext& ctx) const = 0;
+  // Whether ApplyBatch is cheaper per element than Apply (a call to another process): parallel
+  // map then hands such a function whole chunks.
+  virtual bool batches() const { return false; }
+  // Applies the function to consecutive inputs, `first` being the context of inputs[0]; one
+  // result per input. The default calls Apply on each.
+  virtual std::vector<absl::StatusOr<Element>> ApplyBatch(std::vector<Element> inputs,
+                                                          const FunctionContext& first) const;
 };
 
 struct FunctionOptions {
@@ -46,6 +55,9 @@ struct FunctionOptions {
   MemoryScope memory;
   // The files a function may open (tokenize's vocab_file); null: any.
   std::shared_ptr<const PathPolicy> paths;
+  // Where `python` functions run; null: nowhere in this process (the function is made, so that
+  // a dispatcher can check a pipeline, but applying it is an error that says how to load one).
+  std::shared_ptr<const PythonFunctionHost> python;
 };
 
 // Creates the function for `spec`; errors name the function and the bad field.
@@ -80,6 +92,10 @@ absl::StatusOr<std::unique_ptr<Function>> MakeSpin(const pipeline::Spin& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakeSleep(const pipeline::Sleep& spec);
 absl::StatusOr<std::unique_ptr<Function>> MakePlugin(const pipeline::Plugin& spec, const FunctionOptions& options);
 absl::StatusOr<std::unique_ptr<Function>> MakeSelect(const pipeline::Select& spec);
+absl::StatusOr<std::unique_ptr<Function>> MakePython(const pipeline::Python& spec, const FunctionOptions& options,
+                                                     PythonCallKind kind = PythonCallKind::kMap);
+// The python function's name when `fn` is one (the builder gives it a map or filter alone).
+bool IsPythonFunction(const pipeline::Function& fn);
 
 // proto DataType -> DType.
 absl::StatusOr<DType> FromProtoDType(pipeline::DataType dtype);

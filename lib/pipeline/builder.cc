@@ -66,13 +66,17 @@ class Builder {
   MemoryScope Memory(const std::string& where) const { return MemoryScope{options_.memory, where}; }
 
   absl::StatusOr<std::vector<std::shared_ptr<const Function>>> Functions(
-      const google::protobuf::RepeatedPtrField<pipeline::Function>& specs, const std::string& where) {
+      const google::protobuf::RepeatedPtrField<pipeline::Function>& specs, const std::string& where,
+      bool predicate = false) {
     std::vector<std::shared_ptr<const Function>> fns;
     for (int j = 0; j < specs.size(); ++j) {
       FunctionOptions fn_options = options_.functions;
       fn_options.memory = Memory(fmt::format("{} > fn {} ({})", where, j, FunctionKindName(specs[j])));
       fn_options.paths = options_.paths;
-      auto fn = CreateFunction(specs[j], fn_options);
+      // A filter's last function is its predicate: a Python one returns a bool.
+      auto fn = predicate && j == specs.size() - 1 && IsPythonFunction(specs[j])
+                    ? MakePython(specs[j].python(), fn_options, PythonCallKind::kFilter)
+                    : CreateFunction(specs[j], fn_options);
       if (!fn.ok()) {
         return absl::Status(fn.status().code(), fmt::format("fn {} ({}): {}", j, FunctionKindName(specs[j]),
                                                             std::string(fn.status().message())));
@@ -155,7 +159,7 @@ class Builder {
       }
       case Op::kFilter: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "filter"));
-        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.filter().fn(), where));
+        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.filter().fn(), where, /*predicate=*/true));
         return MakeFilterDataset(in, std::move(fns));
       }
       case Op::kBatch:

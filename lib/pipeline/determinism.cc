@@ -47,6 +47,7 @@ class Checker {
           if (!fn.random_flip_left_right().has_seed()) return Refuse(at, "give it a `seed`");
           break;
         case Function::kPlugin: return Refuse(at, "a plugin's output cannot be known to be deterministic");
+        case Function::kPython: return Refuse(at, "a Python function's output cannot be known to be deterministic");
         default: break;
       }
     }

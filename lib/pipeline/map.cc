@@ -22,6 +22,45 @@ absl::StatusOr<Element> ApplyAll(const Fns& fns, Element e, const FunctionContex
   return e;
 }
 
+// Applies the functions to a chunk of consecutive inputs (the first at `first`): a function that
+// batches (a Python function: one round trip to its helper) gets the chunk's survivors at once.
+std::vector<absl::StatusOr<Element>> ApplyChunk(const Fns& fns, std::vector<Element>& inputs,
+                                                const FunctionContext& first) {
+  std::vector<absl::StatusOr<Element>> out;
+  out.reserve(inputs.size());
+  for (Element& e : inputs) out.push_back(std::move(e));
+  for (const auto& fn : fns) {
+    if (!fn->batches()) {
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (out[i].ok())
+          out[i] = fn->Apply(*std::move(out[i]), FunctionContext{first.element_index + i, first.iteration});
+      }
+      continue;
+    }
+    // Runs of inputs without an error so far, each one call.
+    for (size_t i = 0; i < out.size();) {
+      if (!out[i].ok()) {
+        ++i;
+        continue;
+      }
+      size_t end = i;
+      std::vector<Element> run;
+      while (end < out.size() && out[end].ok()) run.push_back(*std::move(out[end++]));
+      auto results = fn->ApplyBatch(std::move(run), FunctionContext{first.element_index + i, first.iteration});
+      for (size_t j = 0; j < results.size() && i + j < end; ++j) out[i + j] = std::move(results[j]);
+      i = end;
+    }
+  }
+  return out;
+}
+
+bool AnyBatches(const Fns& fns) {
+  for (const auto& fn : fns) {
+    if (fn->batches()) return true;
+  }
+  return false;
+}
+
 class MapDataset : public Dataset {
  public:
   MapDataset(DatasetPtr input, Fns fns, int parallel, bool deterministic, ElementSpec spec)
@@ -63,7 +102,7 @@ class SequentialMapIt : public Iterator {
 };
 
 // Runs the functions on `parallel` threads, at most max(4 * parallel, 16) elements ahead of the
-// consumer.
+// consumer (64 per thread when a function batches: its round trips are amortised over chunks).
 // Deterministic mode hands out results in input order; otherwise in completion order.
 class ParallelMapIt : public Iterator {
  public:
@@ -75,7 +114,7 @@ class ParallelMapIt : public Iterator {
         parallel_(parallel),
         deterministic_(deterministic),
         iteration_(iteration),
-        capacity_(static_cast<uint64_t>(std::max(4 * parallel, 16))) {}
+        capacity_(static_cast<uint64_t>(AnyBatches(*fns) ? 64 * parallel : std::max(4 * parallel, 16))) {}
 
   ~ParallelMapIt() override {
     {
@@ -157,10 +196,7 @@ class ParallelMapIt : public Iterator {
         // An error occupies a sequence number of its own, after the elements before it.
         next_seq_ = first_seq + inputs.size() + (error.ok() ? 0 : 1);
       }
-      outputs.clear();
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        outputs.push_back(ApplyAll(*fns_, std::move(inputs[i]), FunctionContext{first_seq + i, iteration_}));
-      }
+      outputs = ApplyChunk(*fns_, inputs, FunctionContext{first_seq, iteration_});
       absl::MutexLock l(&mu_);
       for (size_t i = 0; i < outputs.size(); ++i) results_.emplace(first_seq + i, std::move(outputs[i]));
       if (ended) {
@@ -205,9 +241,12 @@ class ParallelMapIt : public Iterator {
 absl::StatusOr<std::unique_ptr<Iterator>> MapDataset::MakeIterator(const IteratorContext& ctx) const {
   TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
   const uint64_t iteration = NextIterationNumber();
-  if (parallel_ <= 1) return std::make_unique<SequentialMapIt>(shared_from_this(), std::move(input), &fns_, iteration);
-  return std::make_unique<ParallelMapIt>(shared_from_this(), std::move(input), &fns_, parallel_, deterministic_,
-                                         iteration);
+  // A function that batches is given chunks even without parallel calls (one thread reads ahead).
+  if (parallel_ <= 1 && !AnyBatches(fns_)) {
+    return std::make_unique<SequentialMapIt>(shared_from_this(), std::move(input), &fns_, iteration);
+  }
+  return std::make_unique<ParallelMapIt>(shared_from_this(), std::move(input), &fns_, std::max(parallel_, 1),
+                                         deterministic_, iteration);
 }
 
 class FilterDataset : public Dataset {
