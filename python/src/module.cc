@@ -17,6 +17,7 @@
 namespace tfdata::python {
 void BindService(nanobind::module_& m);
 void BindIo(nanobind::module_& m);
+void BindFunctions(nanobind::module_& m);
 }  // namespace tfdata::python
 
 NB_MODULE(_native, m) {
@@ -26,6 +27,7 @@ NB_MODULE(_native, m) {
   tfdata::python::BindPipelines(m);
   tfdata::python::BindService(m);
   tfdata::python::BindIo(m);
+  tfdata::python::BindFunctions(m);
 
   // The same allocator settings as the tfdata binary (cmd/main.cc): received responses of 1-16 MiB
   // stay in the heap instead of being mapped, faulted in and zeroed afresh each time (bench/python.sh

@@ -12,6 +12,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/text_format.h"
 #include "lib/core/memory_budget.h"
+#include "python/src/functions.h"
 #include "python/src/iterator.h"
 #include "python/src/status.h"
 
@@ -265,7 +266,8 @@ Names ApplyFunction(Names names, const pipeline::Function& fn) {
       }
       return out;
     }
-    case pipeline::Function::kPlugin: return std::nullopt;
+    case pipeline::Function::kPlugin:
+    case pipeline::Function::kPython: return std::nullopt;  // whatever the code returns
     default: return names;
   }
 }
@@ -449,7 +451,8 @@ void BindPipelines(nb::module_& m) {
       [](const std::string& text, const std::string& name, int64_t max_memory_bytes) {
         LoadedPipeline loaded = ParseText(text, name);
         BuildOptions options = ClientBuildOptions();
-        if (max_memory_bytes > 0) {  // 0: the default (half of this machine's memory), as `tfdata run`
+        options.functions.python = InProcessHost();  // functions registered in this process
+        if (max_memory_bytes > 0) {                  // 0: the default (half of this machine's memory), as `tfdata run`
           options.memory = std::make_shared<MemoryBudget>(max_memory_bytes, "the memory limit (run max_memory)");
         }
         DatasetPtr ds = Unwrap(BuildDataset(loaded.pipeline, options, loaded.source()));

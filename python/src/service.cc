@@ -9,6 +9,7 @@
 
 #include "lib/core/status_macros.h"
 #include "lib/io/path_policy.h"
+#include "lib/python_functions/helper_pool.h"
 #include "lib/service/client/coordinated_reader.h"
 #include "lib/service/client/read_loss.h"
 #include "lib/service/client/read_state.h"
@@ -19,6 +20,7 @@
 #include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/grpc/security.h"
 #include "lib/service/grpc/server.h"
+#include "python/src/functions.h"
 #include "python/src/iterator.h"
 #include "python/src/pipelines.h"
 #include "python/src/status.h"
@@ -97,8 +99,9 @@ class PyWorkerServer {
                  const std::string& worker_address, std::vector<std::string> tags, double heartbeat_interval_s,
                  bool allow_plugins, int64_t cross_trainer_cache_bytes, double dispatcher_retry_s,
                  int64_t max_task_memory_bytes, const std::vector<std::string>& allowed_paths,
-                 const std::string& tls_cert, const std::string& tls_key, const std::string& tls_ca,
-                 const std::string& auth_token_file) {
+                 const std::vector<std::string>& python_modules, const std::string& python, int python_helpers,
+                 double python_call_timeout_s, const std::string& tls_cert, const std::string& tls_key,
+                 const std::string& tls_ca, const std::string& auth_token_file) {
     if (port < 0 || port > 65535) throw nb::value_error(("port must be 0..65535, got " + std::to_string(port)).c_str());
     if (!(heartbeat_interval_s > 0)) throw nb::value_error("heartbeat_interval must be positive");
     if (cross_trainer_cache_bytes <= 0) throw nb::value_error("cross_trainer_cache_size must be positive");
@@ -116,6 +119,26 @@ class PyWorkerServer {
     if (max_task_memory_bytes > 0) options.config.max_task_memory = max_task_memory_bytes;  // 0: the default
     options.security =
         LoadSecurity(tls_cert, tls_key, tls_ca, auth_token_file, service::SecurityRole::kServerAndClient);
+    std::shared_ptr<python_functions::HelperPool> pool;
+    if (python_modules.empty()) {
+      options.config.build_options.functions.python = InProcessHost();  // registered in this process
+    } else {
+      if (python_helpers < 0) throw nb::value_error("python_helpers must be 0 (one per core) or more");
+      if (!(python_call_timeout_s > 0)) throw nb::value_error("python_call_timeout_ms must be positive");
+      python_functions::HelperPoolOptions o;
+      o.python = python;
+      o.modules = python_modules;
+      o.helpers = python_helpers;
+      o.call_timeout = absl::Seconds(python_call_timeout_s);
+      o.where = "this worker";
+      absl::StatusOr<std::shared_ptr<python_functions::HelperPool>> started;
+      {
+        nb::gil_scoped_release release;
+        started = python_functions::HelperPool::Start(std::move(o));
+      }
+      pool = Unwrap(std::move(started));
+      options.config.build_options.functions.python = pool;
+    }
     server_ = std::make_unique<service::WorkerServer>(options);
     absl::Status st;
     {
@@ -123,6 +146,7 @@ class PyWorkerServer {
       st = server_->Start();
     }
     RaiseIfError(st);
+    if (pool != nullptr) pool->set_where("worker " + server_->address());
   }
   ~PyWorkerServer() { Stop(false); }
   // leave: tell the dispatcher first (WorkerServer::Leave); otherwise stop as a crash would.
@@ -330,11 +354,13 @@ void BindService(nb::module_& m) {
       .def("stop", &PyDispatchServer::Stop);
   nb::class_<PyWorkerServer>(m, "WorkerServer")
       .def(nb::init<const std::string&, int, const std::string&, const std::string&, std::vector<std::string>, double,
-                    bool, int64_t, double, int64_t, const std::vector<std::string>&, const std::string&,
-                    const std::string&, const std::string&, const std::string&>(),
+                    bool, int64_t, double, int64_t, const std::vector<std::string>&, const std::vector<std::string>&,
+                    const std::string&, int, double, const std::string&, const std::string&, const std::string&,
+                    const std::string&>(),
            "dispatcher_address"_a, "port"_a, "host"_a, "worker_address"_a, "tags"_a, "heartbeat_interval_s"_a,
            "allow_plugins"_a, "cross_trainer_cache_bytes"_a, "dispatcher_retry_s"_a, "max_task_memory_bytes"_a,
-           "allowed_paths"_a, "tls_cert"_a, "tls_key"_a, "tls_ca"_a, "auth_token_file"_a)
+           "allowed_paths"_a, "python_modules"_a, "python"_a, "python_helpers"_a, "python_call_timeout_s"_a,
+           "tls_cert"_a, "tls_key"_a, "tls_ca"_a, "auth_token_file"_a)
       .def_prop_ro("port", &PyWorkerServer::port)
       .def_prop_ro("address", &PyWorkerServer::address)
       .def_prop_ro("num_tasks", &PyWorkerServer::num_tasks)

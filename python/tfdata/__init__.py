@@ -14,6 +14,7 @@ See docs/python.md for the API reference.
 
 from tfdata import errors, io
 from tfdata._native import set_log_level
+from tfdata.functions import function, py, register_function, registered_functions
 from tfdata.errors import *  # noqa: F401,F403 - the exception classes, as tfdata.NotFoundError etc.
 from tfdata.pipeline import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, FeatureSpec, Function, Pipeline,
                              TensorSpec, fn, message, tensor_value)

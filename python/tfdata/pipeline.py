@@ -106,6 +106,13 @@ def _plain_one(value, kind, type_name, where):
         if type_name == "Function":
             if isinstance(value, Function):
                 return value._plain
+            name = getattr(value, "__tfdata_function__", None)
+            if callable(value) and isinstance(name, str):
+                return {"python": {"name": name}}  # a registered Python function, by its name
+            if callable(value):
+                raise TypeError(f"{where}: {getattr(value, '__qualname__', value)!r} is a Python function that is "
+                                f"not registered: register it with @tfdata.function(\"name\") in a module that "
+                                f"the workers load (--python-module), or use tfdata.py(\"name\")")
             raise TypeError(f"{where}: expected a function such as tfdata.fn.decode_jpeg(...), "
                             f"got {type(value).__name__}")
         if type_name == "TensorValue":

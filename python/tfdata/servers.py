@@ -7,6 +7,7 @@ training loop. Times are in milliseconds, as in TensorFlow's configs.
 
 import dataclasses
 import os
+import sys
 import time
 from typing import Optional, Sequence
 
@@ -62,6 +63,19 @@ class WorkerConfig:
     tls_key: Optional[str] = None
     tls_ca: Optional[str] = None
     auth_token_file: Optional[str] = None
+    # Python functions (docs/python.md): modules whose @tfdata.function registrations pipelines may
+    # call, run in `python_helpers` helper processes (0: one per core) of the interpreter `python`
+    # (default: this one). Without modules, the functions registered in this process run here.
+    python_modules: Sequence[str] = ()
+    python: Optional[str] = None
+    python_helpers: int = 0
+    python_call_timeout_ms: Optional[int] = None  # default 60 s
+
+
+def _python_modules(modules):
+    if isinstance(modules, (str, os.PathLike)):
+        raise TypeError("python_modules: expected a list of module names or .py paths, got one str")
+    return [os.fspath(m) for m in modules]
 
 
 def _seconds(ms, default_s, where, allow_never=True):
@@ -262,7 +276,12 @@ class WorkerServer(_Server):
             cross_trainer_cache_bytes=256 << 20 if cache is None else cache,
             dispatcher_retry_s=_seconds(c.dispatcher_timeout_ms, 30.0, "dispatcher_timeout_ms"),
             max_task_memory_bytes=0 if memory is None else memory,
-            allowed_paths=_paths(c.allowed_paths), **_security(c))
+            allowed_paths=_paths(c.allowed_paths),
+            python_modules=_python_modules(c.python_modules), python=c.python or sys.executable,
+            python_helpers=c.python_helpers,
+            python_call_timeout_s=_seconds(c.python_call_timeout_ms, 60.0, "python_call_timeout_ms",
+                                           allow_never=False),
+            **_security(c))
 
     def stop(self, leave=True):
         """Stops the worker. Idempotent. `leave` (the default): it first tells the dispatcher, which

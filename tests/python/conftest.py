@@ -78,7 +78,7 @@ def tmpdir_path():
 class ProcessCluster:
     """A `tfdata dispatcher` process and `tfdata worker` processes (the built binary)."""
 
-    def __init__(self, tmp, num_workers=1):
+    def __init__(self, tmp, num_workers=1, worker_args=()):
         self.binary = tfdata_binary()
         self.procs = []
         port_file = os.path.join(tmp, "dispatcher.port")
@@ -88,7 +88,8 @@ class ProcessCluster:
         for i in range(num_workers):
             wport = os.path.join(tmp, f"worker{i}.port")
             self.procs.append(self._start(["worker", "--dispatcher", self.target, "--host", "127.0.0.1",
-                                           "--port", "0", "--port-file", wport, "--heartbeat-interval", "100ms"]))
+                                           "--port", "0", "--port-file", wport, "--heartbeat-interval", "100ms",
+                                           *worker_args]))
             self._read_port(wport)
 
     def _start(self, args):
