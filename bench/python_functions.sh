@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Python functions on workers (issue 23), side by side in one run:
+#  - the per-call cost of a trivial function on int64 scalars (one helper: one core's worth);
+#  - a CPU-bound numpy function on 224x224x3 images with 1 helper, and with num_parallel_calls 2
+#    and 2 helpers (the ratio is what the second core gives);
+#  - the same function through PyTorch's DataLoader with 0 and 2 worker processes.
+# One in-process worker per measurement, read from Python. Usage: bench/python_functions.sh [SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-3}"
+scripts/install-deps.sh
+TFDATA_WITH_TORCH=1 scripts/python-env.sh
+scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
+.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
+  -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+.venv/bin/python bench/python_functions.py "$secs"
