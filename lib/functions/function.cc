@@ -32,6 +32,14 @@ absl::StatusOr<std::unique_ptr<Function>> CreateFunction(const pipeline::Functio
   return absl::InvalidArgumentError("function has no kind set (expected e.g. `arith { ... }`)");
 }
 
+absl::StatusOr<std::vector<Element>> Function::ApplyMany(Element input, const FunctionContext& ctx) const {
+  auto e = Apply(std::move(input), ctx);
+  if (!e.ok()) return e.status();
+  std::vector<Element> out;
+  out.push_back(*std::move(e));
+  return out;
+}
+
 std::vector<absl::StatusOr<Element>> Function::ApplyBatch(std::vector<Element> inputs,
                                                           const FunctionContext& first) const {
   std::vector<absl::StatusOr<Element>> out;

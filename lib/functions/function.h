@@ -38,6 +38,9 @@ class Function {
   virtual absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const = 0;
   // Thread-safe. Errors say what was wrong with the element.
   virtual absl::StatusOr<Element> Apply(Element input, const FunctionContext& ctx) const = 0;
+  // For flat_map: the elements the input becomes. The default is Apply's one element; a python
+  // function made for flat_map returns its list.
+  virtual absl::StatusOr<std::vector<Element>> ApplyMany(Element input, const FunctionContext& ctx) const;
   // Whether ApplyBatch is cheaper per element than Apply (a call to another process): parallel
   // map then hands such a function whole chunks.
   virtual bool batches() const { return false; }

@@ -42,7 +42,20 @@ class PythonFn : public Function {
     return std::move(ApplyBatch(std::move(inputs), ctx)[0]);
   }
 
-  bool batches() const override { return true; }
+  absl::StatusOr<std::vector<Element>> ApplyMany(Element input, const FunctionContext& ctx) const override {
+    if (kind_ != PythonCallKind::kFlatMap) return Function::ApplyMany(std::move(input), ctx);
+    if (host_ == nullptr) return NoHost();
+    std::vector<Element> inputs;
+    inputs.push_back(std::move(input));
+    TFD_ASSIGN_OR_RETURN(std::vector<PythonCallResult> results, host_->Call(name_, kind_, std::move(inputs)));
+    if (results.size() != 1) {
+      return absl::InternalError(fmt::format("{}: {} results for 1 input", label_, results.size()));
+    }
+    return std::move(results[0]);
+  }
+
+  // A flat_map's function is called one element at a time (flat_map is sequential).
+  bool batches() const override { return kind_ != PythonCallKind::kFlatMap; }
 
   // One call for the whole chunk: a round trip to a helper process costs more than a cheap
   // function, so parallel map hands over chunks.
@@ -51,11 +64,7 @@ class PythonFn : public Function {
     const size_t n = inputs.size();
     std::vector<absl::StatusOr<Element>> out;
     if (host_ == nullptr) {
-      out.assign(n, absl::FailedPreconditionError(fmt::format(
-                        "{}: this process runs no Python functions; load the module that registers it (tfdata "
-                        "worker, run or local --python-module MODULE; or tfdata.register_function in this Python "
-                        "process)",
-                        label_)));
+      out.assign(n, NoHost());
       return out;
     }
     auto results = host_->Call(name_, kind_, std::move(inputs));
@@ -81,6 +90,13 @@ class PythonFn : public Function {
   }
 
  private:
+  absl::Status NoHost() const {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: this process runs no Python functions; load the module that registers it (tfdata worker, "
+                    "run or local --python-module MODULE; or tfdata.register_function in this Python process)",
+                    label_));
+  }
+
   const std::string name_;
   const std::string label_;
   const std::shared_ptr<const PythonFunctionHost> host_;

@@ -67,15 +67,21 @@ class Builder {
 
   absl::StatusOr<std::vector<std::shared_ptr<const Function>>> Functions(
       const google::protobuf::RepeatedPtrField<pipeline::Function>& specs, const std::string& where,
-      bool predicate = false) {
+      bool predicate = false, bool flat = false) {
+    if (flat && (specs.empty() || !IsPythonFunction(specs[specs.size() - 1]))) {
+      return absl::InvalidArgumentError(
+          "flat_map's last `fn` must be a python function that returns a list of elements");
+    }
     std::vector<std::shared_ptr<const Function>> fns;
     for (int j = 0; j < specs.size(); ++j) {
       FunctionOptions fn_options = options_.functions;
       fn_options.memory = Memory(fmt::format("{} > fn {} ({})", where, j, FunctionKindName(specs[j])));
       fn_options.paths = options_.paths;
       // A filter's last function is its predicate: a Python one returns a bool.
-      auto fn = predicate && j == specs.size() - 1 && IsPythonFunction(specs[j])
-                    ? MakePython(specs[j].python(), fn_options, PythonCallKind::kFilter)
+      const bool last_python = j == specs.size() - 1 && IsPythonFunction(specs[j]);
+      auto fn = last_python && (predicate || flat)
+                    ? MakePython(specs[j].python(), fn_options,
+                                 predicate ? PythonCallKind::kFilter : PythonCallKind::kFlatMap)
                     : CreateFunction(specs[j], fn_options);
       if (!fn.ok()) {
         return absl::Status(fn.status().code(), fmt::format("fn {} ({}): {}", j, FunctionKindName(specs[j]),
@@ -161,6 +167,11 @@ class Builder {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "filter"));
         TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.filter().fn(), where, /*predicate=*/true));
         return MakeFilterDataset(in, std::move(fns));
+      }
+      case Op::kFlatMap: {
+        TFD_RETURN_IF_ERROR(NeedsUpstream(in, "flat_map"));
+        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.flat_map().fn(), where, /*predicate=*/false, /*flat=*/true));
+        return MakeFlatMapDataset(in, std::move(fns));
       }
       case Op::kBatch:
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "batch"));

@@ -72,6 +72,7 @@ class Checker {
         }
         return Functions(op.map().fn(), where);
       case Op::kFilter: return Functions(op.filter().fn(), where);
+      case Op::kFlatMap: return Functions(op.flat_map().fn(), where);
       case Op::kInterleave:
         if (Parallel(op.interleave().num_parallel_calls()) && op.interleave().has_deterministic() &&
             !op.interleave().deterministic()) {

@@ -294,6 +294,58 @@ class FilterDataset : public Dataset {
   Fns fns_;
 };
 
+// flat_map: each input becomes the list its last function returns.
+class FlatMapDataset : public Dataset {
+ public:
+  FlatMapDataset(DatasetPtr input, Fns fns)
+      : Dataset("flat_map", ElementSpec::Unknown()), input_(std::move(input)), fns_(std::move(fns)) {}
+  absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
+    TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
+    return std::make_unique<It>(shared_from_this(), std::move(input), &fns_, NextIterationNumber(), ctx.cancellation);
+  }
+
+ private:
+  class It : public Iterator {
+   public:
+    It(std::shared_ptr<const Dataset> keep, std::unique_ptr<Iterator> input, const Fns* fns, uint64_t iteration,
+       CancellationPtr cancel)
+        : keep_(std::move(keep)),
+          input_(std::move(input)),
+          fns_(fns),
+          iteration_(iteration),
+          cancel_(std::move(cancel)) {}
+    absl::StatusOr<bool> Next(Element* out) override {
+      // An input that becomes nothing is followed by the next: bounded by the input.
+      while (next_ >= pending_.size()) {
+        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
+        Element in;
+        TFD_ASSIGN_OR_RETURN(bool more, input_->Next(&in));
+        if (!more) return false;
+        const FunctionContext ctx{index_++, iteration_};
+        for (size_t i = 0; i + 1 < fns_->size(); ++i) {
+          TFD_ASSIGN_OR_RETURN(in, (*fns_)[i]->Apply(std::move(in), ctx));
+        }
+        TFD_ASSIGN_OR_RETURN(pending_, fns_->back()->ApplyMany(std::move(in), ctx));
+        next_ = 0;
+      }
+      *out = std::move(pending_[next_++]);
+      return true;
+    }
+
+   private:
+    std::shared_ptr<const Dataset> keep_;
+    std::unique_ptr<Iterator> input_;
+    const Fns* fns_;
+    uint64_t iteration_;
+    CancellationPtr cancel_;
+    uint64_t index_ = 0;
+    std::vector<Element> pending_;
+    size_t next_ = 0;
+  };
+  DatasetPtr input_;
+  Fns fns_;
+};
+
 absl::StatusOr<ElementSpec> ChainSpec(const ElementSpec& in, const Fns& fns) {
   ElementSpec spec = in;
   for (size_t i = 0; i < fns.size(); ++i) {
@@ -323,6 +375,12 @@ absl::StatusOr<DatasetPtr> MakeMapDataset(DatasetPtr input, Fns fns, int num_par
   }
   const int parallel = num_parallel_calls == -1 ? NumCores() : num_parallel_calls;
   return std::make_shared<MapDataset>(std::move(input), std::move(fns), parallel, deterministic, std::move(spec));
+}
+
+absl::StatusOr<DatasetPtr> MakeFlatMapDataset(DatasetPtr input, Fns fns) {
+  if (fns.empty()) return absl::InvalidArgumentError("flat_map needs at least one `fn`, the last a python function");
+  TFD_RETURN_IF_ERROR(ChainSpec(input->spec(), fns).status());
+  return std::make_shared<FlatMapDataset>(std::move(input), std::move(fns));
 }
 
 absl::StatusOr<DatasetPtr> MakeFilterDataset(DatasetPtr input, Fns fns) {

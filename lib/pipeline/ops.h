@@ -40,6 +40,8 @@ absl::StatusOr<DatasetPtr> MakeConcatenateDataset(std::vector<DatasetPtr> inputs
 absl::StatusOr<DatasetPtr> MakeMapDataset(DatasetPtr input, std::vector<std::shared_ptr<const Function>> fns,
                                           int num_parallel_calls, bool deterministic);
 absl::StatusOr<DatasetPtr> MakeFilterDataset(DatasetPtr input, std::vector<std::shared_ptr<const Function>> fns);
+// The last function's ApplyMany gives each input's elements (a python function made for flat_map).
+absl::StatusOr<DatasetPtr> MakeFlatMapDataset(DatasetPtr input, std::vector<std::shared_ptr<const Function>> fns);
 absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
                                             MemoryScope memory = {});
 absl::StatusOr<DatasetPtr> MakePaddedBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,

@@ -302,7 +302,8 @@ Names NamesOf(const pipeline::Pipeline& p, Names names) {
         for (const auto& fn : op.map().fn()) names = ApplyFunction(names, fn);
         break;
       case pipeline::Op::kInterleave: names = NamesOf(op.interleave().pipeline(), names); break;
-      default: break;  // batch, shuffle, ...: the components stay
+      case pipeline::Op::kFlatMap: return std::nullopt;  // whatever the Python function returns
+      default: break;                                    // batch, shuffle, ...: the components stay
     }
     if (!names) return names;
   }

@@ -100,6 +100,18 @@ def test_in_process_errors_name_the_function_type_and_frames():
         list(tfdata.Pipeline.range(1).filter(tfdata.py("t_double")).run())
 
 
+def test_in_process_flat_map_turns_each_element_into_a_list():
+    tfdata.register_function("t_split", lambda x: [x] * x)
+    assert list(tfdata.Pipeline.range(4).flat_map(tfdata.py("t_split")).run()) == [1, 2, 2, 3, 3, 3]
+    # C++ functions may come first; the last must be Python.
+    got = list(tfdata.Pipeline.range(3).flat_map(tfdata.fn.arith("add", 1), tfdata.py("t_split")).run())
+    assert got == [1, 2, 2, 3, 3, 3]
+    with pytest.raises(tfdata.InvalidArgumentError, match="last `fn` must be a python function"):
+        tfdata.Pipeline.range(3).flat_map(tfdata.fn.arith("add", 1)).validate()
+    with pytest.raises(tfdata.InvalidArgumentError, match="'t_double' returned int to flat_map"):
+        list(tfdata.Pipeline.range(3).flat_map(tfdata.py("t_double")).run())
+
+
 def test_in_process_a_function_not_loaded_and_an_unregistered_callable():
     with pytest.raises(tfdata.FailedPreconditionError, match="'t_missing' is not loaded in this process"):
         list(tfdata.Pipeline.range(1).map(tfdata.py("t_missing")).run())
@@ -146,6 +158,8 @@ def test_cli_worker_runs_module_functions_in_parallel(python_cluster):
                   .map(tfdata.py("describe")))
     assert kinds == [b"ndarray float32 (2, 2)"]
     assert sorted(_read(python_cluster.target, tfdata.Pipeline.range(6).filter(tfdata.py("is_even")))) == [0, 2, 4]
+    flat = _read(python_cluster.target, tfdata.Pipeline.range(4).flat_map(tfdata.py("repeat_n")))
+    assert flat == [(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2)]
 
 
 def test_cli_worker_errors_crashes_and_hangs_fail_the_read_not_the_worker(python_cluster):
