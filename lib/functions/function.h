@@ -61,6 +61,9 @@ struct FunctionOptions {
   // Where `python` functions run; null: nowhere in this process (the function is made, so that
   // a dispatcher can check a pipeline, but applying it is an error that says how to load one).
   std::shared_ptr<const PythonFunctionHost> python;
+  // The names of the input's components when all are known and distinct (set by the builder): a
+  // Python function receives a dict.
+  std::optional<std::vector<std::string>> input_names;
 };
 
 // Creates the function for `spec`; errors name the function and the bad field.

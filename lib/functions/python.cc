@@ -23,11 +23,13 @@ bool ValidName(const std::string& s) {
 
 class PythonFn : public Function {
  public:
-  PythonFn(std::string name, std::shared_ptr<const PythonFunctionHost> host, PythonCallKind kind)
+  PythonFn(std::string name, std::shared_ptr<const PythonFunctionHost> host, PythonCallKind kind,
+           std::optional<std::vector<std::string>> names)
       : name_(std::move(name)),
         label_(fmt::format("python function '{}'", name_)),
         host_(std::move(host)),
-        kind_(kind) {}
+        kind_(kind),
+        names_(std::move(names)) {}
 
   std::string_view name() const override { return label_; }
 
@@ -47,7 +49,7 @@ class PythonFn : public Function {
     if (host_ == nullptr) return NoHost();
     std::vector<Element> inputs;
     inputs.push_back(std::move(input));
-    TFD_ASSIGN_OR_RETURN(std::vector<PythonCallResult> results, host_->Call(name_, kind_, std::move(inputs)));
+    TFD_ASSIGN_OR_RETURN(std::vector<PythonCallResult> results, host_->Call(name_, kind_, std::move(inputs), names_));
     if (results.size() != 1) {
       return absl::InternalError(fmt::format("{}: {} results for 1 input", label_, results.size()));
     }
@@ -67,7 +69,7 @@ class PythonFn : public Function {
       out.assign(n, NoHost());
       return out;
     }
-    auto results = host_->Call(name_, kind_, std::move(inputs));
+    auto results = host_->Call(name_, kind_, std::move(inputs), names_);
     if (!results.ok()) {
       out.assign(n, results.status());
       return out;
@@ -101,6 +103,7 @@ class PythonFn : public Function {
   const std::string label_;
   const std::shared_ptr<const PythonFunctionHost> host_;
   const PythonCallKind kind_;
+  const std::optional<std::vector<std::string>> names_;
 };
 
 }  // namespace
@@ -116,7 +119,7 @@ absl::StatusOr<std::unique_ptr<Function>> MakePython(const pipeline::Python& spe
         kMaxNameBytes, spec.name().substr(0, kMaxNameBytes)));
   }
   if (options.python != nullptr) TFD_RETURN_IF_ERROR(options.python->CheckLoaded(spec.name()));
-  return std::make_unique<PythonFn>(spec.name(), options.python, kind);
+  return std::make_unique<PythonFn>(spec.name(), options.python, kind, options.input_names);
 }
 
 }  // namespace tfdata

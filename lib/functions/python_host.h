@@ -7,6 +7,7 @@
 // a parallel map calls it from several threads at once.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,11 @@ class PythonFunctionHost {
   // Calls function `name` on each input in order; one result per input. A failure of the host
   // itself (a helper process that crashed or exceeded the call time limit) is the returned
   // status, and fails every input of the call.
-  virtual absl::StatusOr<std::vector<PythonCallResult>> Call(const std::string& name, PythonCallKind kind,
-                                                             std::vector<Element> inputs) const = 0;
+  // `names` names the inputs' components (all distinct) when the pipeline tells them: the function
+  // then receives a dict.
+  virtual absl::StatusOr<std::vector<PythonCallResult>> Call(
+      const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
+      const std::optional<std::vector<std::string>>& names) const = 0;
 };
 
 }  // namespace tfdata

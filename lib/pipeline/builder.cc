@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 #include "lib/core/status_macros.h"
+#include "lib/pipeline/names.h"
 #include "lib/pipeline/ops.h"
 
 namespace tfdata {
@@ -40,11 +41,19 @@ class Builder {
       return absl::InvalidArgumentError(
           fmt::format("{}: {}: the pipeline has no ops", source_.name, path.empty() ? "pipeline" : path));
     }
+    const bool upstream_given = upstream != nullptr;
     DatasetPtr current = std::move(upstream);
     const auto* op_field = pipeline::Pipeline::descriptor()->FindFieldByName("op");
     for (int i = 0; i < p.op_size(); ++i) {
       const Op& op = p.op(i);
       const std::string where = fmt::format("{}op {} ({})", path.empty() ? "" : path + " > ", i, OpKindName(op));
+      // What a Python function receives is named by the pipeline before it (a top-level one).
+      op_input_names_.reset();
+      if (!upstream_given && UsesPython(op)) {
+        pipeline::Pipeline before;
+        for (int k = 0; k < i; ++k) *before.add_op() = p.op(k);
+        op_input_names_ = NamesOf(before, std::nullopt);
+      }
       auto built = BuildOp(op, current, Nested(tree, p, "op", i), where);
       if (!built.ok()) {
         if (nested_error_) return built.status();
@@ -63,11 +72,23 @@ class Builder {
   }
 
  private:
+  static bool UsesPython(const Op& op) {
+    const auto* fns = op.has_map()        ? &op.map().fn()
+                      : op.has_filter()   ? &op.filter().fn()
+                      : op.has_flat_map() ? &op.flat_map().fn()
+                                          : nullptr;
+    if (fns == nullptr) return false;
+    for (const auto& fn : *fns) {
+      if (IsPythonFunction(fn)) return true;
+    }
+    return false;
+  }
+
   MemoryScope Memory(const std::string& where) const { return MemoryScope{options_.memory, where}; }
 
   absl::StatusOr<std::vector<std::shared_ptr<const Function>>> Functions(
       const google::protobuf::RepeatedPtrField<pipeline::Function>& specs, const std::string& where,
-      bool predicate = false, bool flat = false) {
+      bool predicate = false, bool flat = false, ComponentNames names = std::nullopt) {
     if (flat && (specs.empty() || !IsPythonFunction(specs[specs.size() - 1]))) {
       return absl::InvalidArgumentError(
           "flat_map's last `fn` must be a python function that returns a list of elements");
@@ -77,6 +98,8 @@ class Builder {
       FunctionOptions fn_options = options_.functions;
       fn_options.memory = Memory(fmt::format("{} > fn {} ({})", where, j, FunctionKindName(specs[j])));
       fn_options.paths = options_.paths;
+      fn_options.input_names = DistinctNames(names);
+      names = NamesAfterFunction(names, specs[j]);
       // A filter's last function is its predicate: a Python one returns a bool.
       const bool last_python = j == specs.size() - 1 && IsPythonFunction(specs[j]);
       auto fn = last_python && (predicate || flat)
@@ -159,18 +182,19 @@ class Builder {
       }
       case Op::kMap: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "map"));
-        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.map().fn(), where));
+        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.map().fn(), where, false, false, op_input_names_));
         return MakeMapDataset(in, std::move(fns), op.map().num_parallel_calls(),
                               op.map().has_deterministic() ? op.map().deterministic() : true);
       }
       case Op::kFilter: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "filter"));
-        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.filter().fn(), where, /*predicate=*/true));
+        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.filter().fn(), where, /*predicate=*/true, false, op_input_names_));
         return MakeFilterDataset(in, std::move(fns));
       }
       case Op::kFlatMap: {
         TFD_RETURN_IF_ERROR(NeedsUpstream(in, "flat_map"));
-        TFD_ASSIGN_OR_RETURN(auto fns, Functions(op.flat_map().fn(), where, /*predicate=*/false, /*flat=*/true));
+        TFD_ASSIGN_OR_RETURN(auto fns,
+                             Functions(op.flat_map().fn(), where, /*predicate=*/false, /*flat=*/true, op_input_names_));
         return MakeFlatMapDataset(in, std::move(fns));
       }
       case Op::kBatch:
@@ -222,7 +246,8 @@ class Builder {
 
   const BuildOptions& options_;
   const PipelineSource& source_;
-  bool nested_error_ = false;  // an inner Chain already formatted the error with its location
+  ComponentNames op_input_names_;  // of the op being built, when it has a Python function
+  bool nested_error_ = false;      // an inner Chain already formatted the error with its location
 };
 
 }  // namespace

@@ -257,8 +257,9 @@ absl::StatusOr<std::unique_ptr<HelperPool::Helper>> HelperPool::Spawn(std::vecto
   return h;
 }
 
-absl::StatusOr<std::vector<PythonCallResult>> HelperPool::Call(const std::string& name, PythonCallKind kind,
-                                                               std::vector<Element> inputs) const {
+absl::StatusOr<std::vector<PythonCallResult>> HelperPool::Call(
+    const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
+    const std::optional<std::vector<std::string>>& names) const {
   TFD_RETURN_IF_ERROR(CheckLoaded(name));
   std::unique_ptr<Helper> h;
   bool spawn = false;
@@ -289,7 +290,7 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::Call(const std::string
     h = *std::move(spawned);
   }
   bool broken = false;
-  auto results = CallOn(*h, name, kind, inputs, &broken);
+  auto results = CallOn(*h, name, kind, inputs, names, &broken);
   if (broken) h.reset();  // killed and reaped, outside the lock
   absl::MutexLock lock(&mu_);
   if (broken) {
@@ -304,6 +305,7 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::Call(const std::string
 absl::StatusOr<std::vector<PythonCallResult>> HelperPool::CallOn(Helper& h, const std::string& name,
                                                                  PythonCallKind kind,
                                                                  const std::vector<Element>& inputs,
+                                                                 const std::optional<std::vector<std::string>>& names,
                                                                  bool* broken) const {
   const auto count = static_cast<uint32_t>(inputs.size());
   auto fail = [&](const std::string& why) {
@@ -313,8 +315,7 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::CallOn(Helper& h, cons
   auto request_bytes = WriteRequest(inputs, &h.request);
   if (!request_bytes.ok()) return request_bytes.status();
   Progress(h.response)->store(0, std::memory_order_relaxed);
-  // Input names: not known to the engine yet; the helper gives a bare value or a tuple.
-  if (auto st = Send(h.socket, EncodeCall(kind, name, std::nullopt, count, *request_bytes)); !st.ok()) {
+  if (auto st = Send(h.socket, EncodeCall(kind, name, names, count, *request_bytes)); !st.ok()) {
     const pid_t pid = h.pid;
     h.pid = -1;
     return fail(fmt::format("its helper process (pid {}) {} before the call", pid, Ending(pid)));

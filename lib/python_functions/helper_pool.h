@@ -54,8 +54,9 @@ class HelperPool : public PythonFunctionHost {
   ~HelperPool() override;
 
   absl::Status CheckLoaded(const std::string& name) const override;
-  absl::StatusOr<std::vector<PythonCallResult>> Call(const std::string& name, PythonCallKind kind,
-                                                     std::vector<Element> inputs) const override;
+  absl::StatusOr<std::vector<PythonCallResult>> Call(
+      const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
+      const std::optional<std::vector<std::string>>& names) const override;
 
   // What errors name as the place (a worker learns its address after Start).
   void set_where(std::string where) ABSL_LOCKS_EXCLUDED(mu_);
@@ -78,7 +79,9 @@ class HelperPool : public PythonFunctionHost {
   absl::StatusOr<std::unique_ptr<Helper>> Spawn(std::vector<std::string>* functions) const;
   // Runs one call on `h`; on a host failure `h` is unusable (killed).
   absl::StatusOr<std::vector<PythonCallResult>> CallOn(Helper& h, const std::string& name, PythonCallKind kind,
-                                                       const std::vector<Element>& inputs, bool* broken) const;
+                                                       const std::vector<Element>& inputs,
+                                                       const std::optional<std::vector<std::string>>& names,
+                                                       bool* broken) const;
   std::string Where() const ABSL_LOCKS_EXCLUDED(mu_);
 
   const HelperPoolOptions options_;

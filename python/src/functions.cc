@@ -248,13 +248,15 @@ class InProcess : public PythonFunctionHost {
                     name, have.empty() ? "none" : have, name));
   }
 
-  absl::StatusOr<std::vector<PythonCallResult>> Call(const std::string& name, PythonCallKind kind,
-                                                     std::vector<Element> inputs) const override {
+  absl::StatusOr<std::vector<PythonCallResult>> Call(
+      const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
+      const std::optional<std::vector<std::string>>& names) const override {
     nb::gil_scoped_acquire gil;
     nb::object fn = Registry().attr("get")(name);
     if (fn.is_none()) return CheckLoaded(name);
     // Read-only views: in process, an input's memory may be shared (a cache upstream).
     ElementFormat format;
+    format.names = names;
     format.writable = false;
     auto results = CallEach(fn, name, kind, inputs, format, /*alias=*/false, nullptr);
     inputs.clear();  // dropped with the GIL held

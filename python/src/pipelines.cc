@@ -12,6 +12,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/text_format.h"
 #include "lib/core/memory_budget.h"
+#include "lib/pipeline/names.h"
 #include "python/src/functions.h"
 #include "python/src/iterator.h"
 #include "python/src/status.h"
@@ -242,74 +243,6 @@ void FillMessage(pb::Message* msg, nb::handle value, const std::string& path) {
   }
 }
 
-// ---- element names ---------------------------------------------------------------------------------
-
-using Names = std::optional<std::vector<std::string>>;  // "" for a component without a name
-
-Names ApplyFunction(Names names, const pipeline::Function& fn) {
-  if (!names) return names;
-  switch (fn.kind_case()) {
-    case pipeline::Function::kParseExample: {
-      const int c = fn.parse_example().component();
-      if (c < 0 || c >= static_cast<int>(names->size())) return std::nullopt;
-      std::vector<std::string> out(names->begin(), names->begin() + c);
-      for (const auto& feature : fn.parse_example().feature()) out.push_back(feature.name());
-      out.insert(out.end(), names->begin() + c + 1, names->end());
-      return out;
-    }
-    case pipeline::Function::kCompare: return std::vector<std::string>{""};
-    case pipeline::Function::kSelect: {
-      std::vector<std::string> out;
-      for (int c : fn.select().component()) {
-        if (c < 0 || c >= static_cast<int>(names->size())) return std::nullopt;
-        out.push_back((*names)[c]);
-      }
-      return out;
-    }
-    case pipeline::Function::kPlugin:
-    case pipeline::Function::kPython: return std::nullopt;  // whatever the code returns
-    default: return names;
-  }
-}
-
-Names NamesOf(const pipeline::Pipeline& p, Names names) {
-  for (const pipeline::Op& op : p.op()) {
-    switch (op.kind_case()) {
-      case pipeline::Op::kRange:
-      case pipeline::Op::kListFiles:
-      case pipeline::Op::kTfrecord:
-      case pipeline::Op::kTextLine: names = std::vector<std::string>{""}; break;
-      case pipeline::Op::kFromTensorSlices:
-        names = std::vector<std::string>(op.from_tensor_slices().tensor_size(), "");
-        break;
-      case pipeline::Op::kZip: {
-        Names out = op.zip().input_size() > 0 && &op == &p.op(0) ? std::vector<std::string>{} : names;
-        for (const auto& input : op.zip().input()) {
-          Names in = NamesOf(input, std::nullopt);
-          if (!out || !in) return std::nullopt;
-          out->insert(out->end(), in->begin(), in->end());
-        }
-        names = out;
-        break;
-      }
-      case pipeline::Op::kConcatenate:
-        if (&op == &p.op(0)) {
-          if (op.concatenate().input_size() == 0) return std::nullopt;
-          names = NamesOf(op.concatenate().input(0), std::nullopt);
-        }
-        break;
-      case pipeline::Op::kMap:
-        for (const auto& fn : op.map().fn()) names = ApplyFunction(names, fn);
-        break;
-      case pipeline::Op::kInterleave: names = NamesOf(op.interleave().pipeline(), names); break;
-      case pipeline::Op::kFlatMap: return std::nullopt;  // whatever the Python function returns
-      default: break;                                    // batch, shuffle, ...: the components stay
-    }
-    if (!names) return names;
-  }
-  return names;
-}
-
 nb::object SpecToPython(const ElementSpec& spec) {
   if (spec.unknown) return nb::none();
   nb::list out;
@@ -361,13 +294,7 @@ std::string CanonicalText(const pipeline::Pipeline& p) {
 }  // namespace
 
 std::optional<std::vector<std::string>> ElementNames(const pipeline::Pipeline& pipeline) {
-  Names names = NamesOf(pipeline, std::nullopt);
-  if (!names || names->empty()) return std::nullopt;
-  std::set<std::string> seen;
-  for (const std::string& n : *names) {
-    if (n.empty() || !seen.insert(n).second) return std::nullopt;
-  }
-  return names;
+  return DistinctNames(NamesOf(pipeline, std::nullopt));
 }
 
 LoadedPipeline ParseText(const std::string& text, const std::string& name) {

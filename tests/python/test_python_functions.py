@@ -84,6 +84,23 @@ def test_in_process_the_function_receives_numpy_views_and_tuples():
     seen.clear()  # the registry keeps the function (and what it holds) until exit
 
 
+def _examples_file(tmp):
+    path = os.path.join(tmp, "examples.tfrecord")
+    tfdata.io.write_tfrecord(path, [tfdata.io.example(label=i, text=b"w%d" % i) for i in range(3)])
+    return path
+
+
+def _parsed(path):
+    return tfdata.Pipeline.tfrecord(path).map(tfdata.fn.parse_example({"label": "int64", "text": "string"}))
+
+
+def test_in_process_a_function_receives_a_dict_by_feature_name(tmpdir_path):
+    seen = []
+    tfdata.register_function("t_dict_in", lambda d: seen.append(sorted(d)) or d["label"] * 10)
+    got = list(_parsed(_examples_file(tmpdir_path)).map(tfdata.py("t_dict_in")).run())
+    assert got == [0, 10, 20] and seen == [["label", "text"]] * 3
+
+
 def test_in_process_errors_name_the_function_type_and_frames():
     with pytest.raises(tfdata.InvalidArgumentError) as e:
         list(tfdata.Pipeline.range(5).map(tfdata.py("t_raises")).run())
@@ -177,6 +194,11 @@ def test_cli_worker_errors_crashes_and_hangs_fail_the_read_not_the_worker(python
     assert sorted(_read(python_cluster.target, tfdata.Pipeline.range(5).map(tfdata.py("double")))) == \
         [0, 2, 4, 6, 8]
     assert all(p.poll() is None for p in python_cluster.procs)
+
+
+def test_cli_worker_function_receives_a_dict_by_feature_name(python_cluster, tmpdir_path):
+    got = _read(python_cluster.target, _parsed(_examples_file(tmpdir_path)).map(tfdata.py("label_and_text")))
+    assert sorted(got) == [b"0:w0", b"1:w1", b"2:w2"]
 
 
 def test_cli_worker_without_modules_says_how_to_load_one(process_cluster):
