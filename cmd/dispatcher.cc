@@ -76,10 +76,11 @@ int RunDispatcher(const DispatcherFlags& f) {
   if (!security.ok()) return Fail(security.status(), kExitUsage);
   service::DispatcherServer server(config, *security);
   if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
-  if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
+  // The line first: a test that waits for the port file then reads stdout must find it there.
   fmt::print("dispatcher listening on grpc://{}:{}{}\n", f.host, server.port(),
              service::DescribeServerSecurity(security->get()));
   std::fflush(stdout);
+  if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
   WaitForStopSignal([&] {
     if (!idle_limit) return false;
     if ((&server.dispatcher())->IdleFor(absl::Now()) < *idle_limit) return false;

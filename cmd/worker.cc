@@ -85,10 +85,11 @@ int RunWorker(const WorkerFlags& f) {
   service::WorkerServer server(options);
   if (auto st = server.Start(); !st.ok()) return Fail(st, kExitRuntimeError);
   (*python)->set_where("worker " + server.address());
-  if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
+  // The line first: a test that waits for the port file then reads stdout must find it there.
   fmt::print("worker listening on grpc://{}{} (dispatcher {})\n", server.address(),
              service::DescribeServerSecurity(security->get()), *dispatcher);
   std::fflush(stdout);
+  if (auto st = WritePortFile(f.port_file, server.port()); !st.ok()) return Fail(st, kExitRuntimeError);
   WaitForStopSignal([&] {
     if (!idle_limit) return false;
     if (server.worker()->IdleFor(absl::Now()) < *idle_limit) return false;
