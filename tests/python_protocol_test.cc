@@ -10,11 +10,11 @@ using namespace tfdata::python_functions;
 
 namespace {
 
-Element Image(uint8_t v) {
-  auto buffer = Buffer::Allocate(4 * 5 * 3);
+Element Image(uint8_t v, int64_t height = 4) {
+  auto buffer = Buffer::Allocate(height * 5 * 3);
   std::memset(buffer->mutable_data(), v, buffer->size());
   Element e;
-  e.push_back(*Tensor::FromBuffer(DType::kUInt8, {4, 5, 3}, buffer, 0, buffer->size()));
+  e.push_back(*Tensor::FromBuffer(DType::kUInt8, {height, 5, 3}, buffer, 0, buffer->size()));
   e.push_back(Tensor::Scalar<int64_t>(v));
   e.push_back(Tensor::String("name"));
   return e;
@@ -56,12 +56,23 @@ TEST_CASE("python protocol: a request and a response round-trip, growing their r
 
 TEST_CASE("python protocol: calls round-trip, and corrupt messages and regions are errors", "[python_functions]") {
   const std::string message =
-      EncodeCall(PythonCallKind::kFilter, "augment", std::vector<std::string>{"image", "label"}, 7, 1234);
+      EncodeCall(PythonCallKind::kFilter, "augment",
+                 PythonCallNames{std::vector<std::string>{"image", "label"}, {"img", "y", "z"}}, 7, 1234, 2);
   auto call = DecodeCall(message);
   REQUIRE(call.ok());
   CHECK(call->kind == PythonCallKind::kFilter);
+  CHECK(call->response == 2);
+  const std::string past = EncodeCall(PythonCallKind::kMap, "augment", {}, 1, 8, kResponseRegions);
+  auto bad_region = DecodeCall(past);
+  REQUIRE_FALSE(bad_region.ok());
+  CHECK(bad_region.status().message().find("response region 3") != std::string::npos);
   CHECK(call->name == "augment");
-  CHECK(call->names == std::vector<std::string>{"image", "label"});
+  CHECK(call->names.inputs == std::vector<std::string>{"image", "label"});
+  CHECK(call->names.outputs == std::vector<std::string>{"img", "y", "z"});
+  auto unnamed = DecodeCall(EncodeCall(PythonCallKind::kMap, "f", {}, 1, 8));
+  REQUIRE(unnamed.ok());
+  CHECK_FALSE(unnamed->names.inputs.has_value());
+  CHECK(unnamed->names.outputs.empty());
   CHECK(call->count == 7);
   CHECK(call->request_bytes == 1234);
   CHECK_FALSE(DecodeCall(message.substr(0, 10)).ok());
@@ -81,4 +92,37 @@ TEST_CASE("python protocol: calls round-trip, and corrupt messages and regions a
   CHECK(absl::IsDataLoss(truncated.status()));
   reply.response_bytes = response->size() + 1;  // past the region: it did not grow that far
   CHECK_FALSE(ReadResponse(&*response, reply, 1).ok());
+}
+
+TEST_CASE("python protocol: results alias the response region and keep it mapped", "[python_functions]") {
+  auto response = SharedRegion::Create("test-response", 4096);
+  REQUIRE(response.ok());
+  ResponseWriter w(&*response);
+  REQUIRE(w.AddElements({Image(5, 100)}).ok());
+  // An entry that fails half-way is dropped whole, and an error takes its place.
+  const size_t mark = w.bytes();
+  REQUIRE(w.AddElements({Image(6)}).ok());
+  w.Truncate(mark);
+  REQUIRE(w.AddError(absl::InvalidArgumentError("rank 33")).ok());
+  ReplyHeader reply;
+  reply.count = 2;
+  reply.response_bytes = w.bytes();
+  auto owner = std::make_shared<int>(0);
+  std::weak_ptr<int> released = owner;
+  std::optional<Tensor> image;
+  {
+    auto results = ReadResponse(&*response, reply, 2, std::shared_ptr<const void>(std::move(owner)));
+    REQUIRE(results.ok());
+    REQUIRE((*results)[0].ok());
+    CHECK(*(*results)[0] == std::vector<Element>{Image(5, 100)});
+    CHECK((*results)[1].status() == absl::InvalidArgumentError("rank 33"));
+    image = (*(*results)[0])[0][0];
+  }
+  // The image's bytes are the region's own (no copy), and its owner lives as long as it does.
+  const uint8_t* data = image->raw();
+  CHECK(data >= response->data());
+  CHECK(data < response->data() + reply.response_bytes);
+  CHECK_FALSE(released.expired());
+  image.reset();
+  CHECK(released.expired());
 }

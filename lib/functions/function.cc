@@ -32,11 +32,17 @@ absl::StatusOr<std::unique_ptr<Function>> CreateFunction(const pipeline::Functio
   return absl::InvalidArgumentError("function has no kind set (expected e.g. `arith { ... }`)");
 }
 
-absl::StatusOr<std::vector<Element>> Function::ApplyMany(Element input, const FunctionContext& ctx) const {
-  auto e = Apply(std::move(input), ctx);
-  if (!e.ok()) return e.status();
-  std::vector<Element> out;
-  out.push_back(*std::move(e));
+std::vector<absl::StatusOr<std::vector<Element>>> Function::ApplyMany(std::vector<Element> inputs,
+                                                                      const FunctionContext& first) const {
+  std::vector<absl::StatusOr<std::vector<Element>>> out;
+  out.reserve(inputs.size());
+  for (auto& r : ApplyBatch(std::move(inputs), first)) {
+    if (r.ok()) {
+      out.emplace_back(std::vector<Element>{*std::move(r)});
+    } else {
+      out.emplace_back(r.status());
+    }
+  }
   return out;
 }
 

@@ -38,16 +38,17 @@ class Function {
   virtual absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const = 0;
   // Thread-safe. Errors say what was wrong with the element.
   virtual absl::StatusOr<Element> Apply(Element input, const FunctionContext& ctx) const = 0;
-  // For flat_map: the elements the input becomes. The default is Apply's one element; a python
-  // function made for flat_map returns its list.
-  virtual absl::StatusOr<std::vector<Element>> ApplyMany(Element input, const FunctionContext& ctx) const;
-  // Whether ApplyBatch is cheaper per element than Apply (a call to another process): parallel
-  // map then hands such a function whole chunks.
+  // Whether ApplyBatch and ApplyMany are cheaper per element than Apply (a call to another
+  // process): map, filter and flat_map then hand such a function whole chunks.
   virtual bool batches() const { return false; }
   // Applies the function to consecutive inputs, `first` being the context of inputs[0]; one
   // result per input. The default calls Apply on each.
   virtual std::vector<absl::StatusOr<Element>> ApplyBatch(std::vector<Element> inputs,
                                                           const FunctionContext& first) const;
+  // For flat_map: the elements each input becomes, one list per input. The default is Apply's
+  // one element each; a python function made for flat_map returns its lists.
+  virtual std::vector<absl::StatusOr<std::vector<Element>>> ApplyMany(std::vector<Element> inputs,
+                                                                      const FunctionContext& first) const;
 };
 
 struct FunctionOptions {

@@ -1,7 +1,10 @@
 // python: a function that the worker's operator loaded, called by name through the process's
 // PythonFunctionHost (lib/functions/python_host.h). No code travels in the pipeline.
+#include <set>
+
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "lib/core/status_macros.h"
 #include "lib/functions/function.h"
 
@@ -23,8 +26,7 @@ bool ValidName(const std::string& s) {
 
 class PythonFn : public Function {
  public:
-  PythonFn(std::string name, std::shared_ptr<const PythonFunctionHost> host, PythonCallKind kind,
-           std::optional<std::vector<std::string>> names)
+  PythonFn(std::string name, std::shared_ptr<const PythonFunctionHost> host, PythonCallKind kind, PythonCallNames names)
       : name_(std::move(name)),
         label_(fmt::format("python function '{}'", name_)),
         host_(std::move(host)),
@@ -35,7 +37,7 @@ class PythonFn : public Function {
 
   absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const override {
     if (kind_ == PythonCallKind::kFilter) return ElementSpec{{TensorSpec{DType::kBool, {}}}, false};
-    return ElementSpec::Unknown();  // whatever the Python code returns
+    return ElementSpec::Unknown();  // whatever the Python code returns (output_names checks the count)
   }
 
   absl::StatusOr<Element> Apply(Element input, const FunctionContext& ctx) const override {
@@ -44,41 +46,14 @@ class PythonFn : public Function {
     return std::move(ApplyBatch(std::move(inputs), ctx)[0]);
   }
 
-  absl::StatusOr<std::vector<Element>> ApplyMany(Element input, const FunctionContext& ctx) const override {
-    if (kind_ != PythonCallKind::kFlatMap) return Function::ApplyMany(std::move(input), ctx);
-    if (host_ == nullptr) return NoHost();
-    std::vector<Element> inputs;
-    inputs.push_back(std::move(input));
-    TFD_ASSIGN_OR_RETURN(std::vector<PythonCallResult> results, host_->Call(name_, kind_, std::move(inputs), names_));
-    if (results.size() != 1) {
-      return absl::InternalError(fmt::format("{}: {} results for 1 input", label_, results.size()));
-    }
-    return std::move(results[0]);
-  }
+  // One call per chunk: a round trip to a helper process costs more than a cheap function, so
+  // map, filter and flat_map hand over chunks.
+  bool batches() const override { return true; }
 
-  // A flat_map's function is called one element at a time (flat_map is sequential).
-  bool batches() const override { return kind_ != PythonCallKind::kFlatMap; }
-
-  // One call for the whole chunk: a round trip to a helper process costs more than a cheap
-  // function, so parallel map hands over chunks.
   std::vector<absl::StatusOr<Element>> ApplyBatch(std::vector<Element> inputs,
                                                   const FunctionContext& first) const override {
-    const size_t n = inputs.size();
     std::vector<absl::StatusOr<Element>> out;
-    if (host_ == nullptr) {
-      out.assign(n, NoHost());
-      return out;
-    }
-    auto results = host_->Call(name_, kind_, std::move(inputs), names_);
-    if (!results.ok()) {
-      out.assign(n, results.status());
-      return out;
-    }
-    if (results->size() != n) {
-      out.assign(n, absl::InternalError(fmt::format("{}: {} results for {} inputs", label_, results->size(), n)));
-      return out;
-    }
-    for (PythonCallResult& r : *results) {
+    for (PythonCallResult& r : CallHost(std::move(inputs))) {
       if (!r.ok()) {
         out.push_back(r.status());
       } else if (r->size() != 1) {
@@ -91,7 +66,26 @@ class PythonFn : public Function {
     return out;
   }
 
+  std::vector<absl::StatusOr<std::vector<Element>>> ApplyMany(std::vector<Element> inputs,
+                                                              const FunctionContext& first) const override {
+    if (kind_ != PythonCallKind::kFlatMap) return Function::ApplyMany(std::move(inputs), first);
+    return CallHost(std::move(inputs));
+  }
+
  private:
+  // One result per input: a failed call fails each.
+  std::vector<PythonCallResult> CallHost(std::vector<Element> inputs) const {
+    const size_t n = inputs.size();
+    if (host_ == nullptr) return std::vector<PythonCallResult>(n, NoHost());
+    auto results = host_->Call(name_, kind_, std::move(inputs), names_);
+    if (!results.ok()) return std::vector<PythonCallResult>(n, results.status());
+    if (results->size() != n) {
+      return std::vector<PythonCallResult>(
+          n, absl::InternalError(fmt::format("{}: {} results for {} inputs", label_, results->size(), n)));
+    }
+    return *std::move(results);
+  }
+
   absl::Status NoHost() const {
     return absl::FailedPreconditionError(
         fmt::format("{}: this process runs no Python functions; load the module that registers it (tfdata worker, "
@@ -103,7 +97,7 @@ class PythonFn : public Function {
   const std::string label_;
   const std::shared_ptr<const PythonFunctionHost> host_;
   const PythonCallKind kind_;
-  const std::optional<std::vector<std::string>> names_;
+  const PythonCallNames names_;
 };
 
 }  // namespace
@@ -118,8 +112,19 @@ absl::StatusOr<std::unique_ptr<Function>> MakePython(const pipeline::Python& spe
         "'_', '.', ':' or '-'), got '{}'",
         kMaxNameBytes, spec.name().substr(0, kMaxNameBytes)));
   }
+  PythonCallNames names{options.input_names, {spec.output_names().begin(), spec.output_names().end()}};
+  if (kind == PythonCallKind::kFilter && !names.outputs.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "python: '{}' is a filter's predicate, which returns a bool: it takes no `output_names`", spec.name()));
+  }
+  const std::set<std::string> distinct(names.outputs.begin(), names.outputs.end());
+  if (distinct.size() != names.outputs.size() || distinct.count("") > 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("python: `output_names` of '{}' must be distinct and not empty, got [{}]", spec.name(),
+                    fmt::join(names.outputs, ", ")));
+  }
   if (options.python != nullptr) TFD_RETURN_IF_ERROR(options.python->CheckLoaded(spec.name()));
-  return std::make_unique<PythonFn>(spec.name(), options.python, kind, options.input_names);
+  return std::make_unique<PythonFn>(spec.name(), options.python, kind, std::move(names));
 }
 
 }  // namespace tfdata

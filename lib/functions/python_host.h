@@ -25,6 +25,15 @@ enum class PythonCallKind : uint8_t { kMap = 0, kFilter = 1, kFlatMap = 2 };
 // its type, message and last frames).
 using PythonCallResult = absl::StatusOr<std::vector<Element>>;
 
+// The component names that a call knows from the pipeline.
+struct PythonCallNames {
+  // The inputs' (all distinct), when the pipeline names them: the function receives a dict.
+  std::optional<std::vector<std::string>> inputs;
+  // Python.output_names: a dict result is put in this order (its keys must be these), a tuple
+  // must have this many components. Empty: any structure, unnamed.
+  std::vector<std::string> outputs;
+};
+
 class PythonFunctionHost {
  public:
   virtual ~PythonFunctionHost() = default;
@@ -34,11 +43,9 @@ class PythonFunctionHost {
   // Calls function `name` on each input in order; one result per input. A failure of the host
   // itself (a helper process that crashed or exceeded the call time limit) is the returned
   // status, and fails every input of the call.
-  // `names` names the inputs' components (all distinct) when the pipeline tells them: the function
-  // then receives a dict.
-  virtual absl::StatusOr<std::vector<PythonCallResult>> Call(
-      const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
-      const std::optional<std::vector<std::string>>& names) const = 0;
+  virtual absl::StatusOr<std::vector<PythonCallResult>> Call(const std::string& name, PythonCallKind kind,
+                                                             std::vector<Element> inputs,
+                                                             const PythonCallNames& names) const = 0;
 };
 
 }  // namespace tfdata

@@ -1,4 +1,4 @@
-// map (sequential and parallel) and filter.
+// map (sequential and parallel), filter and flat_map.
 #include <algorithm>
 #include <map>
 #include <thread>
@@ -249,6 +249,75 @@ absl::StatusOr<std::unique_ptr<Iterator>> MapDataset::MakeIterator(const Iterato
                                          deterministic_, iteration);
 }
 
+// Filter's and flat_map's iterator: inputs are read and handed to the functions in chunks when a
+// function batches (a Python function: one round trip per chunk), else one at a time. Chunks
+// start at one input and double up to kMaxChunk, so that a slow input is not held back waiting
+// for a full chunk. An error (of the input or of a function) takes its place in the output order.
+class ChunkedIt : public Iterator {
+ public:
+  static constexpr size_t kMaxChunk = 64;
+
+  ChunkedIt(std::shared_ptr<const Dataset> keep, std::unique_ptr<Iterator> input, const Fns* fns, uint64_t iteration,
+            CancellationPtr cancel)
+      : keep_(std::move(keep)),
+        input_(std::move(input)),
+        fns_(fns),
+        iteration_(iteration),
+        cancel_(std::move(cancel)),
+        batches_(AnyBatches(*fns)) {}
+
+  absl::StatusOr<bool> Next(Element* out) override {
+    // A chunk that yields nothing is followed by the next: bounded by the input.
+    while (next_ >= pending_.size()) {
+      if (ended_) return false;
+      TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
+      pending_.clear();
+      next_ = 0;
+      std::vector<Element> inputs;
+      absl::Status error;
+      const size_t want = batches_ ? chunk_ : 1;
+      while (inputs.size() < want) {
+        Element in;
+        absl::StatusOr<bool> more = input_->Next(&in);
+        if (!more.ok() || !*more) {
+          ended_ = more.ok();
+          error = more.status();
+          break;
+        }
+        inputs.push_back(std::move(in));
+      }
+      chunk_ = std::min(2 * chunk_, kMaxChunk);
+      const uint64_t first = index_;
+      index_ += inputs.size();
+      if (!inputs.empty()) Process(std::move(inputs), FunctionContext{first, iteration_}, &pending_);
+      if (!error.ok()) pending_.push_back(error);  // the input's error, after the elements before it
+    }
+    absl::StatusOr<Element>& r = pending_[next_++];
+    if (!r.ok()) return r.status();
+    *out = *std::move(r);
+    return true;
+  }
+
+ protected:
+  // Appends the outputs of `inputs` (the first's context `first`) to `out`, in order.
+  virtual void Process(std::vector<Element> inputs, const FunctionContext& first,
+                       std::vector<absl::StatusOr<Element>>* out) = 0;
+  const Fns& fns() const { return *fns_; }
+
+ private:
+  std::shared_ptr<const Dataset> keep_;  // owns *fns_
+  std::unique_ptr<Iterator> input_;
+  const Fns* fns_;
+  const uint64_t iteration_;
+  const CancellationPtr cancel_;
+  const bool batches_;
+  uint64_t index_ = 0;
+  size_t chunk_ = 1;
+  bool ended_ = false;
+  std::vector<absl::StatusOr<Element>> pending_;
+  size_t next_ = 0;
+};
+
 class FilterDataset : public Dataset {
  public:
   FilterDataset(DatasetPtr input, Fns fns)
@@ -259,36 +328,27 @@ class FilterDataset : public Dataset {
   }
 
  private:
-  class It : public Iterator {
+  class It : public ChunkedIt {
    public:
-    It(std::shared_ptr<const Dataset> keep, std::unique_ptr<Iterator> input, const Fns* fns, uint64_t iteration,
-       CancellationPtr cancel)
-        : keep_(std::move(keep)),
-          input_(std::move(input)),
-          fns_(fns),
-          iteration_(iteration),
-          cancel_(std::move(cancel)) {}
-    absl::StatusOr<bool> Next(Element* out) override {
-      while (true) {
-        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
-        TFD_ASSIGN_OR_RETURN(bool more, input_->Next(out));
-        if (!more) return false;
-        TFD_ASSIGN_OR_RETURN(Element verdict, ApplyAll(*fns_, *out, FunctionContext{index_++, iteration_}));
-        if (verdict.size() != 1 || verdict[0].dtype() != DType::kBool || verdict[0].rank() != 0) {
-          return absl::InvalidArgumentError(
-              fmt::format("filter: predicate must produce one bool scalar, got {}", ElementTypeString(verdict)));
+    using ChunkedIt::ChunkedIt;
+
+   protected:
+    void Process(std::vector<Element> inputs, const FunctionContext& first,
+                 std::vector<absl::StatusOr<Element>>* out) override {
+      std::vector<Element> copies = inputs;  // the predicate consumes its input; tensors are shared
+      std::vector<absl::StatusOr<Element>> verdicts = ApplyChunk(fns(), copies, first);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const absl::StatusOr<Element>& v = verdicts[i];
+        if (!v.ok()) {
+          out->push_back(v.status());
+        } else if (v->size() != 1 || (*v)[0].dtype() != DType::kBool || (*v)[0].rank() != 0) {
+          out->push_back(absl::InvalidArgumentError(
+              fmt::format("filter: predicate must produce one bool scalar, got {}", ElementTypeString(*v))));
+        } else if ((*v)[0].data<bool>()[0]) {
+          out->push_back(std::move(inputs[i]));
         }
-        if (verdict[0].data<bool>()[0]) return true;
       }
     }
-
-   private:
-    std::shared_ptr<const Dataset> keep_;
-    std::unique_ptr<Iterator> input_;
-    const Fns* fns_;
-    uint64_t iteration_;
-    CancellationPtr cancel_;
-    uint64_t index_ = 0;
   };
   DatasetPtr input_;
   Fns fns_;
@@ -298,52 +358,54 @@ class FilterDataset : public Dataset {
 class FlatMapDataset : public Dataset {
  public:
   FlatMapDataset(DatasetPtr input, Fns fns)
-      : Dataset("flat_map", ElementSpec::Unknown()), input_(std::move(input)), fns_(std::move(fns)) {}
+      : Dataset("flat_map", ElementSpec::Unknown()),
+        input_(std::move(input)),
+        fns_(std::move(fns)),
+        before_last_(fns_.begin(), fns_.end() - 1) {}
   absl::StatusOr<std::unique_ptr<Iterator>> MakeIterator(const IteratorContext& ctx) const override {
     TFD_ASSIGN_OR_RETURN(auto input, input_->MakeIterator(ctx));
-    return std::make_unique<It>(shared_from_this(), std::move(input), &fns_, NextIterationNumber(), ctx.cancellation);
+    return std::make_unique<It>(shared_from_this(), std::move(input), &fns_, NextIterationNumber(), ctx.cancellation,
+                                &before_last_);
   }
 
  private:
-  class It : public Iterator {
+  class It : public ChunkedIt {
    public:
     It(std::shared_ptr<const Dataset> keep, std::unique_ptr<Iterator> input, const Fns* fns, uint64_t iteration,
-       CancellationPtr cancel)
-        : keep_(std::move(keep)),
-          input_(std::move(input)),
-          fns_(fns),
-          iteration_(iteration),
-          cancel_(std::move(cancel)) {}
-    absl::StatusOr<bool> Next(Element* out) override {
-      // An input that becomes nothing is followed by the next: bounded by the input.
-      while (next_ >= pending_.size()) {
-        TFD_RETURN_IF_ERROR(CheckNotCancelled(cancel_.get()));
-        Element in;
-        TFD_ASSIGN_OR_RETURN(bool more, input_->Next(&in));
-        if (!more) return false;
-        const FunctionContext ctx{index_++, iteration_};
-        for (size_t i = 0; i + 1 < fns_->size(); ++i) {
-          TFD_ASSIGN_OR_RETURN(in, (*fns_)[i]->Apply(std::move(in), ctx));
+       CancellationPtr cancel, const Fns* before_last)
+        : ChunkedIt(std::move(keep), std::move(input), fns, iteration, std::move(cancel)), before_last_(before_last) {}
+
+   protected:
+    void Process(std::vector<Element> inputs, const FunctionContext& first,
+                 std::vector<absl::StatusOr<Element>>* out) override {
+      std::vector<absl::StatusOr<Element>> mapped = ApplyChunk(*before_last_, inputs, first);
+      // Runs of inputs without an error so far, each one ApplyMany.
+      for (size_t i = 0; i < mapped.size();) {
+        if (!mapped[i].ok()) {
+          out->push_back(mapped[i++].status());
+          continue;
         }
-        TFD_ASSIGN_OR_RETURN(pending_, fns_->back()->ApplyMany(std::move(in), ctx));
-        next_ = 0;
+        size_t end = i;
+        std::vector<Element> run;
+        while (end < mapped.size() && mapped[end].ok()) run.push_back(*std::move(mapped[end++]));
+        auto lists = fns().back()->ApplyMany(std::move(run), FunctionContext{first.element_index + i, first.iteration});
+        for (auto& list : lists) {
+          if (!list.ok()) {
+            out->push_back(list.status());
+            continue;
+          }
+          for (Element& e : *list) out->push_back(std::move(e));
+        }
+        i = end;
       }
-      *out = std::move(pending_[next_++]);
-      return true;
     }
 
    private:
-    std::shared_ptr<const Dataset> keep_;
-    std::unique_ptr<Iterator> input_;
-    const Fns* fns_;
-    uint64_t iteration_;
-    CancellationPtr cancel_;
-    uint64_t index_ = 0;
-    std::vector<Element> pending_;
-    size_t next_ = 0;
+    const Fns* before_last_;
   };
   DatasetPtr input_;
   Fns fns_;
+  Fns before_last_;  // all but the last
 };
 
 absl::StatusOr<ElementSpec> ChainSpec(const ElementSpec& in, const Fns& fns) {

@@ -5,6 +5,11 @@
 namespace tfdata {
 
 ComponentNames NamesAfterFunction(ComponentNames names, const pipeline::Function& fn) {
+  if (fn.kind_case() == pipeline::Function::kPython) {
+    // Whatever the code returns, unless the pipeline names it.
+    if (fn.python().output_names().empty()) return std::nullopt;
+    return std::vector<std::string>(fn.python().output_names().begin(), fn.python().output_names().end());
+  }
   if (!names) return names;
   switch (fn.kind_case()) {
     case pipeline::Function::kParseExample: {
@@ -24,8 +29,7 @@ ComponentNames NamesAfterFunction(ComponentNames names, const pipeline::Function
       }
       return out;
     }
-    case pipeline::Function::kPlugin:
-    case pipeline::Function::kPython: return std::nullopt;  // whatever the code returns
+    case pipeline::Function::kPlugin: return std::nullopt;  // whatever the code returns
     default: return names;
   }
 }
@@ -60,10 +64,11 @@ ComponentNames NamesOf(const pipeline::Pipeline& p, ComponentNames names) {
         for (const auto& fn : op.map().fn()) names = NamesAfterFunction(names, fn);
         break;
       case pipeline::Op::kInterleave: names = NamesOf(op.interleave().pipeline(), names); break;
-      case pipeline::Op::kFlatMap: return std::nullopt;  // whatever the Python function returns
-      default: break;                                    // batch, shuffle, ...: the components stay
+      case pipeline::Op::kFlatMap:  // the last function's: python, named by its output_names or not
+        for (const auto& fn : op.flat_map().fn()) names = NamesAfterFunction(names, fn);
+        break;
+      default: break;  // batch, shuffle, ...: the components stay
     }
-    if (!names) return names;
   }
   return names;
 }

@@ -12,7 +12,7 @@
 namespace tfdata {
 
 // One name per component, "" for a component without one; nullopt when the components are not
-// known (after a plugin or Python function, or a flat_map).
+// known (after a plugin, or a Python function without output_names).
 using ComponentNames = std::optional<std::vector<std::string>>;
 
 ComponentNames NamesAfterFunction(ComponentNames names, const pipeline::Function& fn);

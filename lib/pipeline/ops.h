@@ -41,6 +41,7 @@ absl::StatusOr<DatasetPtr> MakeMapDataset(DatasetPtr input, std::vector<std::sha
                                           int num_parallel_calls, bool deterministic);
 absl::StatusOr<DatasetPtr> MakeFilterDataset(DatasetPtr input, std::vector<std::shared_ptr<const Function>> fns);
 // The last function's ApplyMany gives each input's elements (a python function made for flat_map).
+// Inputs are handed to a batching function in chunks (map.cc).
 absl::StatusOr<DatasetPtr> MakeFlatMapDataset(DatasetPtr input, std::vector<std::shared_ptr<const Function>> fns);
 absl::StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
                                             MemoryScope memory = {});

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +24,21 @@
 namespace tfdata::python_functions {
 namespace {
 
-// The descriptors a helper finds its socket and regions at (tfdata/_helper.py knows them).
+// The descriptors a helper finds its socket and regions at (passed to tfdata._helper): the
+// response regions follow from kResponseFd on.
 constexpr int kSocketFd = 3, kRequestFd = 4, kResponseFd = 5;
+constexpr int kLastFd = kResponseFd + kResponseRegions - 1;
+
+// Held by the tensors that alias a response region: keeps the mapping, and the region pinned.
+struct Pin {
+  std::shared_ptr<void> mapping;
+  std::shared_ptr<std::atomic<int>> pins;
+  Pin(std::shared_ptr<void> m, std::shared_ptr<std::atomic<int>> p) : mapping(std::move(m)), pins(std::move(p)) {
+    pins->fetch_add(1, std::memory_order_relaxed);
+  }
+  // Release: the reads of whoever held the results happen before the region is written again.
+  ~Pin() { pins->fetch_sub(1, std::memory_order_release); }
+};
 
 std::string ErrnoText() { return std::strerror(errno); }
 
@@ -161,7 +175,9 @@ absl::StatusOr<std::unique_ptr<HelperPool::Helper>> HelperPool::Spawn(std::vecto
   const std::string what = fmt::format("python helper ({} -m tfdata._helper)", options_.python);
   auto h = std::make_unique<Helper>();
   TFD_ASSIGN_OR_RETURN(h->request, SharedRegion::Create("tfdata-python-request", 1 << 20));
-  TFD_ASSIGN_OR_RETURN(h->response, SharedRegion::Create("tfdata-python-response", 1 << 20));
+  for (Response& r : h->responses) {
+    TFD_ASSIGN_OR_RETURN(r.region, SharedRegion::Create("tfdata-python-response", 1 << 20));
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return absl::InternalError("socketpair: " + ErrnoText());
@@ -174,17 +190,13 @@ absl::StatusOr<std::unique_ptr<HelperPool::Helper>> HelperPool::Spawn(std::vecto
   }
   // Everything the child needs is made before fork: between fork and exec it may only make
   // system calls (the worker has other threads).
-  std::vector<std::string> args = {options_.python,
-                                   "-m",
-                                   "tfdata._helper",
-                                   "--socket",
-                                   std::to_string(kSocketFd),
-                                   "--request",
-                                   std::to_string(kRequestFd),
-                                   "--response",
-                                   std::to_string(kResponseFd),
-                                   "--parent",
+  std::vector<std::string> args = {options_.python,           "-m",        "tfdata._helper",           "--socket",
+                                   std::to_string(kSocketFd), "--request", std::to_string(kRequestFd), "--parent",
                                    std::to_string(getpid())};
+  for (int fd = kResponseFd; fd <= kLastFd; ++fd) {
+    args.push_back("--response");
+    args.push_back(std::to_string(fd));
+  }
   for (const std::string& m : options_.modules) {
     args.push_back("--module");
     args.push_back(m);
@@ -193,7 +205,9 @@ absl::StatusOr<std::unique_ptr<HelperPool::Helper>> HelperPool::Spawn(std::vecto
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = getpid();
-  const int child_socket = sv[1], request_fd = h->request.fd(), response_fd = h->response.fd();
+  const int child_socket = sv[1], request_fd = h->request.fd();
+  int response_fds[kResponseRegions];
+  for (int i = 0; i < kResponseRegions; ++i) response_fds[i] = h->responses[i].region.fd();
   const pid_t pid = fork();
   if (pid < 0) {
     close(sv[1]);
@@ -205,16 +219,22 @@ absl::StatusOr<std::unique_ptr<HelperPool::Helper>> HelperPool::Spawn(std::vecto
     // No PR_SET_PDEATHSIG: it fires when the forking *thread* ends (a map's thread). The helper
     // watches its parent instead (tfdata._helper --parent).
     if (getppid() != parent) _exit(127);
-    // Out of the way of 3..5 first, then into place (dup2 clears close-on-exec).
-    const int a = fcntl(child_socket, F_DUPFD, 10), b = fcntl(request_fd, F_DUPFD, 10),
-              c = fcntl(response_fd, F_DUPFD, 10), p = fcntl(exec_pipe[1], F_DUPFD_CLOEXEC, 10);
-    if (a < 0 || b < 0 || c < 0 || p < 0 || dup2(a, kSocketFd) < 0 || dup2(b, kRequestFd) < 0 ||
-        dup2(c, kResponseFd) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-      _exit(127);
+    // Out of the way of 3..kLastFd first, then into place (dup2 clears close-on-exec).
+    const int p = fcntl(exec_pipe[1], F_DUPFD_CLOEXEC, 16);
+    int moved[kResponseRegions + 2];
+    moved[0] = fcntl(child_socket, F_DUPFD, 16);
+    moved[1] = fcntl(request_fd, F_DUPFD, 16);
+    for (int i = 0; i < kResponseRegions; ++i) moved[i + 2] = fcntl(response_fds[i], F_DUPFD, 16);
+    if (p < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
+    for (int i = 0; i < kResponseRegions + 2; ++i) {
+      if (moved[i] < 0 || dup2(moved[i], kSocketFd + i) < 0) _exit(127);
     }
-    // Nothing else of the worker's (its sockets, files) goes to the helper.
-    for (int fd = kResponseFd + 1; fd < 1024; ++fd) {
-      if (fd != p) close(fd);
+    // Nothing else of the worker's (its sockets, files) goes to the helper: the descriptors
+    // above kLastFd but the exec pipe (close-on-exec) are closed.
+    if (syscall(SYS_close_range, kLastFd + 1, p - 1, 0) != 0 || syscall(SYS_close_range, p + 1, ~0u, 0) != 0) {
+      for (int fd = kLastFd + 1; fd < 65536; ++fd) {
+        if (fd != p) close(fd);
+      }
     }
     execvp(argv[0], argv.data());
     const int e = errno;
@@ -257,9 +277,9 @@ absl::StatusOr<std::unique_ptr<HelperPool::Helper>> HelperPool::Spawn(std::vecto
   return h;
 }
 
-absl::StatusOr<std::vector<PythonCallResult>> HelperPool::Call(
-    const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
-    const std::optional<std::vector<std::string>>& names) const {
+absl::StatusOr<std::vector<PythonCallResult>> HelperPool::Call(const std::string& name, PythonCallKind kind,
+                                                               std::vector<Element> inputs,
+                                                               const PythonCallNames& names) const {
   TFD_RETURN_IF_ERROR(CheckLoaded(name));
   std::unique_ptr<Helper> h;
   bool spawn = false;
@@ -305,8 +325,7 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::Call(
 absl::StatusOr<std::vector<PythonCallResult>> HelperPool::CallOn(Helper& h, const std::string& name,
                                                                  PythonCallKind kind,
                                                                  const std::vector<Element>& inputs,
-                                                                 const std::optional<std::vector<std::string>>& names,
-                                                                 bool* broken) const {
+                                                                 const PythonCallNames& names, bool* broken) const {
   const auto count = static_cast<uint32_t>(inputs.size());
   auto fail = [&](const std::string& why) {
     *broken = true;
@@ -314,8 +333,18 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::CallOn(Helper& h, cons
   };
   auto request_bytes = WriteRequest(inputs, &h.request);
   if (!request_bytes.ok()) return request_bytes.status();
-  Progress(h.response)->store(0, std::memory_order_relaxed);
-  if (auto st = Send(h.socket, EncodeCall(kind, name, names, count, *request_bytes)); !st.ok()) {
+  // A region whose earlier results are all released; else the last, copied out.
+  int index = kResponseRegions - 1;
+  for (int i = 0; i + 1 < kResponseRegions; ++i) {
+    if (h.responses[i].pins->load(std::memory_order_relaxed) == 0) {
+      std::atomic_thread_fence(std::memory_order_acquire);  // pairs with ~Pin's release
+      index = i;
+      break;
+    }
+  }
+  Response& response = h.responses[index];
+  Progress(response.region)->store(0, std::memory_order_relaxed);
+  if (auto st = Send(h.socket, EncodeCall(kind, name, names, count, *request_bytes, index)); !st.ok()) {
     const pid_t pid = h.pid;
     h.pid = -1;
     return fail(fmt::format("its helper process (pid {}) {} before the call", pid, Ending(pid)));
@@ -326,7 +355,7 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::CallOn(Helper& h, cons
     if (!message.ok()) return fail(std::string(message.status().message()));
     if (!*message) {
       // No reply in call_timeout: hung, unless it finished an input since the last look.
-      const uint64_t now = Progress(h.response)->load(std::memory_order_relaxed);
+      const uint64_t now = Progress(response.region)->load(std::memory_order_relaxed);
       if (now > progress) {
         progress = now;
         continue;
@@ -340,12 +369,19 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::CallOn(Helper& h, cons
       const pid_t pid = h.pid;
       h.pid = -1;
       return fail(fmt::format("its helper process (pid {}) {} during a call, on input {} of {}", pid, Ending(pid),
-                              Progress(h.response)->load(std::memory_order_relaxed), count));
+                              Progress(response.region)->load(std::memory_order_relaxed), count));
     }
     ReplyHeader reply;
     if ((*message)->size() != sizeof(reply)) return fail("a reply of the wrong size");
     std::memcpy(&reply, (*message)->data(), sizeof(reply));
-    auto results = ReadResponse(&h.response, reply, count);
+    std::shared_ptr<const void> pin;
+    if (index + 1 < kResponseRegions) {
+      if (auto st = response.region.Map(reply.response_bytes, /*grow=*/false); !st.ok()) {
+        return fail(std::string(st.message()));
+      }
+      pin = std::make_shared<Pin>(response.region.mapping(), response.pins);
+    }
+    auto results = ReadResponse(&response.region, reply, count, std::move(pin));
     if (!results.ok()) return fail(std::string(results.status().message()));
     return results;
   }

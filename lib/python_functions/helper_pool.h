@@ -7,19 +7,20 @@
 // - Start spawns the helpers and waits until each imported the modules; an import error fails
 //   Start with the helper's traceback. A pool with no modules spawns nothing and says, for any
 //   function, that it loads none.
-// - Call takes an idle helper (waiting for one), writes the inputs, and waits for the reply. A
+// - Call takes an idle helper (waiting for one), writes the inputs, and waits for the reply, whose
+//   tensors alias the helper's response region (one copy of a result: the helper's, into it). A
 //   helper that dies (a segfault in an extension) fails the call with its signal; one that makes
 //   no progress for call_timeout is killed and fails the call. Either way the next call gets a
 //   fresh helper.
-// - Helpers die with the worker (each watches its parent, even while a call hangs) and share no named resources
-// (memfds), so a
-//   crashed worker leaks nothing. Their stdout goes to the worker's stderr.
+// - Helpers die with the worker (each watches its parent, even while a call hangs) and share only
+//   unnamed memfds, so a crashed worker leaks nothing. Their stdout goes to the worker's stderr.
 //
 // Thread-safe. The pool kills and reaps its helpers on destruction.
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "lib/functions/python_host.h"
+#include "lib/python_functions/protocol.h"
 #include "lib/python_functions/shared_region.h"
 
 namespace tfdata::python_functions {
@@ -54,9 +56,9 @@ class HelperPool : public PythonFunctionHost {
   ~HelperPool() override;
 
   absl::Status CheckLoaded(const std::string& name) const override;
-  absl::StatusOr<std::vector<PythonCallResult>> Call(
-      const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
-      const std::optional<std::vector<std::string>>& names) const override;
+  absl::StatusOr<std::vector<PythonCallResult>> Call(const std::string& name, PythonCallKind kind,
+                                                     std::vector<Element> inputs,
+                                                     const PythonCallNames& names) const override;
 
   // What errors name as the place (a worker learns its address after Start).
   void set_where(std::string where) ABSL_LOCKS_EXCLUDED(mu_);
@@ -67,10 +69,17 @@ class HelperPool : public PythonFunctionHost {
   int64_t spawned() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // A response region and the count of calls whose results alias it (protocol.h). Results
+  // outlive their helper (a crashed one's too): `pins` is shared with them.
+  struct Response {
+    SharedRegion region;
+    std::shared_ptr<std::atomic<int>> pins = std::make_shared<std::atomic<int>>(0);
+  };
   struct Helper {
     pid_t pid = -1;
     int socket = -1;
-    SharedRegion request, response;
+    SharedRegion request;
+    Response responses[kResponseRegions];
     ~Helper();
   };
 
@@ -79,8 +88,7 @@ class HelperPool : public PythonFunctionHost {
   absl::StatusOr<std::unique_ptr<Helper>> Spawn(std::vector<std::string>* functions) const;
   // Runs one call on `h`; on a host failure `h` is unusable (killed).
   absl::StatusOr<std::vector<PythonCallResult>> CallOn(Helper& h, const std::string& name, PythonCallKind kind,
-                                                       const std::vector<Element>& inputs,
-                                                       const std::optional<std::vector<std::string>>& names,
+                                                       const std::vector<Element>& inputs, const PythonCallNames& names,
                                                        bool* broken) const;
   std::string Where() const ABSL_LOCKS_EXCLUDED(mu_);
 

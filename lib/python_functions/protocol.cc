@@ -44,24 +44,47 @@ absl::Status WriteFrame(const Element& element, SharedRegion* region, size_t* of
 
 }  // namespace
 
-std::string EncodeCall(PythonCallKind kind, const std::string& name,
-                       const std::optional<std::vector<std::string>>& names, uint32_t count, uint64_t request_bytes) {
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
   std::string joined;
-  if (names) {
-    for (const std::string& n : *names) {
-      joined += n;
-      joined += '\0';
-    }
+  for (const std::string& n : names) {
+    joined += n;
+    joined += '\0';
   }
+  return joined;
+}
+
+absl::StatusOr<std::vector<std::string>> SplitNames(std::string_view rest) {
+  std::vector<std::string> out;
+  if (rest.empty()) return out;
+  if (rest.back() != '\0') return Corrupt("component names not ended");
+  while (!rest.empty()) {
+    const size_t end = rest.find('\0');
+    out.emplace_back(rest.substr(0, end));
+    rest.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeCall(PythonCallKind kind, const std::string& name, const PythonCallNames& names, uint32_t count,
+                       uint64_t request_bytes, int response) {
+  const std::string inputs = names.inputs ? JoinNames(*names.inputs) : "";
+  const std::string outputs = JoinNames(names.outputs);
   CallHeader h;
   h.kind = static_cast<uint8_t>(kind);
+  h.response = static_cast<uint8_t>(response);
   h.count = count;
   h.name_bytes = static_cast<uint32_t>(name.size());
-  h.names_bytes = static_cast<uint32_t>(joined.size());
+  h.names_bytes = static_cast<uint32_t>(inputs.size());
+  h.output_names_bytes = static_cast<uint32_t>(outputs.size());
   h.request_bytes = request_bytes;
   std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
   out += name;
-  out += joined;
+  out += inputs;
+  out += outputs;
   return out;
 }
 
@@ -71,24 +94,22 @@ absl::StatusOr<Call> DecodeCall(const std::string& message) {
   std::memcpy(&h, message.data(), sizeof(h));
   if (h.magic != kCallMagic) return Corrupt("a call with the wrong magic");
   if (h.kind > static_cast<uint8_t>(PythonCallKind::kFlatMap)) return Corrupt(fmt::format("call kind {}", h.kind));
-  if (message.size() != sizeof(h) + static_cast<size_t>(h.name_bytes) + h.names_bytes) {
+  if (h.response >= kResponseRegions) return Corrupt(fmt::format("response region {}", h.response));
+  if (message.size() !=
+      sizeof(h) + static_cast<size_t>(h.name_bytes) + static_cast<size_t>(h.names_bytes) + h.output_names_bytes) {
     return Corrupt("a call whose names do not fill it");
   }
   Call c;
   c.kind = static_cast<PythonCallKind>(h.kind);
+  c.response = h.response;
   c.count = h.count;
   c.request_bytes = h.request_bytes;
   c.name = message.substr(sizeof(h), h.name_bytes);
+  const std::string_view rest(message.data() + sizeof(h) + h.name_bytes, h.names_bytes + size_t{h.output_names_bytes});
   if (h.names_bytes > 0) {
-    c.names.emplace();
-    std::string_view rest(message.data() + sizeof(h) + h.name_bytes, h.names_bytes);
-    if (rest.back() != '\0') return Corrupt("component names not ended");
-    while (!rest.empty()) {
-      const size_t end = rest.find('\0');
-      c.names->emplace_back(rest.substr(0, end));
-      rest.remove_prefix(end + 1);
-    }
+    TFD_ASSIGN_OR_RETURN(c.names.inputs, SplitNames(rest.substr(0, h.names_bytes)));
   }
+  TFD_ASSIGN_OR_RETURN(c.names.outputs, SplitNames(rest.substr(h.names_bytes)));
   return c;
 }
 
@@ -146,11 +167,13 @@ absl::Status ResponseWriter::AddError(const absl::Status& error) {
 }
 
 absl::StatusOr<std::vector<PythonCallResult>> ReadResponse(SharedRegion* region, const ReplyHeader& reply,
-                                                           uint32_t count) {
+                                                           uint32_t count, std::shared_ptr<const void> owner) {
   if (reply.magic != kReplyMagic) return Corrupt("a reply with the wrong magic");
   if (reply.count != count) return Corrupt(fmt::format("{} results for {} inputs", reply.count, count));
   TFD_RETURN_IF_ERROR(region->Map(reply.response_bytes, /*grow=*/false));
   const size_t limit = reply.response_bytes;
+  std::shared_ptr<Buffer> aliased;
+  if (owner != nullptr) aliased = Buffer::Wrap(region->data(), limit, std::move(owner));
   std::vector<PythonCallResult> out;
   size_t offset = kResultsOffset;
   for (uint32_t i = 0; i < count; ++i) {
@@ -170,10 +193,14 @@ absl::StatusOr<std::vector<PythonCallResult>> ReadResponse(SharedRegion* region,
     for (uint64_t j = 0; j < n; ++j) {
       TFD_ASSIGN_OR_RETURN(uint64_t size, ReadU64(*region, limit, &offset));
       if (size > limit - offset) return Corrupt(fmt::format("result {} overruns the response", i));
-      // Copied: the region is rewritten by the next call.
-      TFD_ASSIGN_OR_RETURN(
-          Element e, DecodeElement(std::string_view(reinterpret_cast<const char*>(region->data() + offset), size)));
-      elements.push_back(std::move(e));
+      if (aliased != nullptr) {
+        TFD_ASSIGN_OR_RETURN(Element e, DecodeElement(aliased, offset, size));
+        elements.push_back(std::move(e));
+      } else {
+        TFD_ASSIGN_OR_RETURN(
+            Element e, DecodeElement(std::string_view(reinterpret_cast<const char*>(region->data() + offset), size)));
+        elements.push_back(std::move(e));
+      }
       offset += Padded(size);
     }
     out.push_back(std::move(elements));

@@ -1,12 +1,17 @@
 // The messages between a worker and its Python helper processes (helper_pool.h). Control
 // messages travel over a SOCK_SEQPACKET socket pair; elements travel through two shared regions
-// (shared_region.h), the request region written by the worker and the response region written by
+// (shared_region.h), the request region written by the worker and a response region written by
 // the helper, so that a 1 MB image crosses once each way without passing through the socket.
+// Each helper has kResponseRegions response regions and the call names the one to write: the
+// worker's tensors alias a region's results until they are released (no copy out), and meanwhile
+// the next calls write the others. The last region is never aliased (its results are copied
+// out), so that a call always has one to write when elements are held long (a shuffle buffer).
 //
 //   hello  helper -> worker, once: "ok\n" then the loaded function names, one per line; or
 //          "error\n" then why the helper could not start (an import failed, with its traceback).
-//   call   worker -> helper: CallHeader, the function name, then the input's component names
-//          (each followed by '\0'; none when the input has no names). The request region holds
+//   call   worker -> helper: CallHeader (with the response region's index), the function name,
+//          the input's component names, then the output names (each name followed by '\0';
+//          none when there are none). The request region holds
 //          `count` entries: [u64 frame size][element frame][zeros to 8 bytes].
 //   reply  helper -> worker: ReplyHeader. The response region holds, from kResultsOffset, one
 //          entry per input: [u32 status code][u32 0][u64 n], then (code 0) n times
@@ -34,17 +39,19 @@ namespace tfdata::python_functions {
 inline constexpr uint32_t kCallMagic = 0x54465043;   // "CPFT"
 inline constexpr uint32_t kReplyMagic = 0x54465052;  // "RPFT"
 inline constexpr size_t kResultsOffset = 64;
+inline constexpr int kResponseRegions = 3;
 // Control messages are small; names are bounded so that a header always fits.
 inline constexpr size_t kMaxControlBytes = 64 << 10;
 
 struct CallHeader {
   uint32_t magic = kCallMagic;
-  uint8_t kind = 0;  // PythonCallKind
-  uint8_t reserved[3] = {0, 0, 0};
-  uint32_t count = 0;        // inputs
-  uint32_t name_bytes = 0;   // the function name's length
-  uint32_t names_bytes = 0;  // the component names' bytes
-  uint32_t reserved2 = 0;
+  uint8_t kind = 0;      // PythonCallKind
+  uint8_t response = 0;  // the response region to write, < kResponseRegions
+  uint8_t reserved[2] = {0, 0};
+  uint32_t count = 0;               // inputs
+  uint32_t name_bytes = 0;          // the function name's length
+  uint32_t names_bytes = 0;         // the input component names' bytes
+  uint32_t output_names_bytes = 0;  // the output names' bytes
   uint64_t request_bytes = 0;
 };
 
@@ -60,12 +67,13 @@ inline std::atomic<uint64_t>* Progress(const SharedRegion& response) {
 }
 
 // A call message (header and names), and its parts back.
-std::string EncodeCall(PythonCallKind kind, const std::string& name,
-                       const std::optional<std::vector<std::string>>& names, uint32_t count, uint64_t request_bytes);
+std::string EncodeCall(PythonCallKind kind, const std::string& name, const PythonCallNames& names, uint32_t count,
+                       uint64_t request_bytes, int response = 0);
 struct Call {
   PythonCallKind kind = PythonCallKind::kMap;
+  int response = 0;
   std::string name;
-  std::optional<std::vector<std::string>> names;
+  PythonCallNames names;
   uint32_t count = 0;
   uint64_t request_bytes = 0;
 };
@@ -83,6 +91,8 @@ class ResponseWriter {
   absl::Status AddElements(const std::vector<Element>& elements);
   absl::Status AddError(const absl::Status& error);
   size_t bytes() const { return offset_; }
+  // Drops what was appended after `bytes()` was `mark` (an entry that failed half-way).
+  void Truncate(size_t mark) { offset_ = mark; }
 
  private:
   absl::Status Append(const void* data, size_t size);
@@ -91,8 +101,10 @@ class ResponseWriter {
   size_t offset_ = kResultsOffset;
 };
 
-// Worker: the results of a reply, copied out of the region (which the next call reuses).
+// Worker: the results of a reply. With `owner`, their tensors alias the region's current mapping
+// and hold `owner` (which must keep that mapping alive and the region unwritten until released);
+// without, they are copied out (the next call rewrites the region).
 absl::StatusOr<std::vector<PythonCallResult>> ReadResponse(SharedRegion* region, const ReplyHeader& reply,
-                                                           uint32_t count);
+                                                           uint32_t count, std::shared_ptr<const void> owner = nullptr);
 
 }  // namespace tfdata::python_functions

@@ -1,6 +1,7 @@
 #include "python/src/functions.h"
 
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+#include "fmt/ranges.h"
 #include "lib/core/status_macros.h"
 #include "lib/python_functions/protocol.h"
 #include "python/src/elements.h"
@@ -160,7 +162,8 @@ absl::Status ExceptionStatus(nb::python_error& e, const std::string& name) {
 }
 
 // One call's result, by kind; errors name the function.
-PythonCallResult ResultFromPython(nb::handle r, PythonCallKind kind, const std::string& name, bool alias) {
+PythonCallResult ResultFromPython(nb::handle r, PythonCallKind kind, const std::string& name,
+                                  const std::vector<std::string>& outputs, bool alias) {
   auto named = [&](const absl::Status& st) {
     return absl::Status(st.code(), fmt::format("python function '{}' {}", name, std::string(st.message())));
   };
@@ -189,7 +192,7 @@ PythonCallResult ResultFromPython(nb::handle r, PythonCallKind kind, const std::
             fmt::format("returned {} to flat_map: it must return a list of elements", TypeName(r))));
       }
       for (nb::handle item : r) {
-        auto e = ElementFromPython(item, alias);
+        auto e = ElementFromPython(item, alias, outputs);
         if (!e.ok()) return named(e.status());
         out.push_back(*std::move(e));
       }
@@ -201,7 +204,7 @@ PythonCallResult ResultFromPython(nb::handle r, PythonCallKind kind, const std::
             absl::InvalidArgumentError("returned a list: map makes one element of each (a tuple for "
                                        "several components; a list of elements is for flat_map)"));
       }
-      auto e = ElementFromPython(r, alias);
+      auto e = ElementFromPython(r, alias, outputs);
       if (!e.ok()) return named(e.status());
       out.push_back(*std::move(e));
       return out;
@@ -212,14 +215,15 @@ PythonCallResult ResultFromPython(nb::handle r, PythonCallKind kind, const std::
 
 // Calls `fn` on each input (the GIL held).
 std::vector<PythonCallResult> CallEach(nb::handle fn, const std::string& name, PythonCallKind kind,
-                                       std::vector<Element>& inputs, const ElementFormat& format, bool alias,
+                                       std::vector<Element>& inputs, const ElementFormat& format,
+                                       const std::vector<std::string>& outputs, bool alias,
                                        std::atomic<uint64_t>* progress) {
   std::vector<PythonCallResult> results;
   for (size_t i = 0; i < inputs.size(); ++i) {
     try {
       nb::object arg = ToPython(inputs[i], format);
       nb::object r = fn(arg);
-      results.push_back(ResultFromPython(r, kind, name, alias));
+      results.push_back(ResultFromPython(r, kind, name, outputs, alias));
     } catch (nb::python_error& e) {
       results.push_back(ExceptionStatus(e, name));
     }
@@ -248,26 +252,32 @@ class InProcess : public PythonFunctionHost {
                     name, have.empty() ? "none" : have, name));
   }
 
-  absl::StatusOr<std::vector<PythonCallResult>> Call(
-      const std::string& name, PythonCallKind kind, std::vector<Element> inputs,
-      const std::optional<std::vector<std::string>>& names) const override {
+  absl::StatusOr<std::vector<PythonCallResult>> Call(const std::string& name, PythonCallKind kind,
+                                                     std::vector<Element> inputs,
+                                                     const PythonCallNames& names) const override {
     nb::gil_scoped_acquire gil;
     nb::object fn = Registry().attr("get")(name);
     if (fn.is_none()) return CheckLoaded(name);
     // Read-only views: in process, an input's memory may be shared (a cache upstream).
     ElementFormat format;
-    format.names = names;
+    format.names = names.inputs;
     format.writable = false;
-    auto results = CallEach(fn, name, kind, inputs, format, /*alias=*/false, nullptr);
+    auto results = CallEach(fn, name, kind, inputs, format, names.outputs, /*alias=*/false, nullptr);
     inputs.clear();  // dropped with the GIL held
     return results;
   }
 };
 
 // The helper process's loop: until the worker closes the socket.
-void ServeFunctions(int socket, int request_fd, int response_fd, nb::dict registry) {
+void ServeFunctions(int socket, int request_fd, const std::vector<int>& response_fds, nb::dict registry) {
+  if (response_fds.size() != static_cast<size_t>(python_functions::kResponseRegions)) {
+    throw nb::value_error(fmt::format("serve_functions: {} response regions, expected {}", response_fds.size(),
+                                      python_functions::kResponseRegions)
+                              .c_str());
+  }
   SharedRegion request = Unwrap(SharedRegion::Adopt(request_fd));
-  SharedRegion response = Unwrap(SharedRegion::Adopt(response_fd));
+  std::vector<SharedRegion> responses;
+  for (int fd : response_fds) responses.push_back(Unwrap(SharedRegion::Adopt(fd)));
   std::string message(python_functions::kMaxControlBytes, '\0');
   while (true) {
     ssize_t n;
@@ -279,6 +289,7 @@ void ServeFunctions(int socket, int request_fd, int response_fd, nb::dict regist
     }
     if (n <= 0) return;  // the worker is gone
     Call call = Unwrap(python_functions::DecodeCall(message.substr(0, static_cast<size_t>(n))));
+    SharedRegion& response = responses[static_cast<size_t>(call.response)];
     ResponseWriter writer(&response);
     {
       std::vector<Element> inputs = Unwrap(python_functions::ReadRequest(&request, call));
@@ -289,13 +300,24 @@ void ServeFunctions(int socket, int request_fd, int response_fd, nb::dict regist
                        absl::FailedPreconditionError(fmt::format("python function '{}' is not loaded", call.name)));
       } else {
         ElementFormat format;
-        format.names = call.names;
+        format.names = call.names.inputs;
         format.writable = true;  // the helper's own copy of the input
-        results =
-            CallEach(fn, call.name, call.kind, inputs, format, /*alias=*/true, python_functions::Progress(response));
+        results = CallEach(fn, call.name, call.kind, inputs, format, call.names.outputs, /*alias=*/true,
+                           python_functions::Progress(response));
       }
       for (const PythonCallResult& r : results) {
-        RaiseIfError(r.ok() ? writer.AddElements(*r) : writer.AddError(r.status()));
+        if (!r.ok()) {
+          RaiseIfError(writer.AddError(r.status()));
+          continue;
+        }
+        // A result the frame cannot hold (rank over 32, no memory for the region) fails its input only.
+        const size_t mark = writer.bytes();
+        if (absl::Status st = writer.AddElements(*r); !st.ok()) {
+          writer.Truncate(mark);
+          RaiseIfError(writer.AddError(absl::Status(
+              st.code(), fmt::format("python function '{}' returned an element that cannot be passed on: {}", call.name,
+                                     std::string(st.message())))));
+        }
       }
     }
     python_functions::ReplyHeader reply;
@@ -311,19 +333,44 @@ void ServeFunctions(int socket, int request_fd, int response_fd, nb::dict regist
 
 }  // namespace
 
-absl::StatusOr<Element> ElementFromPython(nb::handle value, bool alias) {
+absl::StatusOr<Element> ElementFromPython(nb::handle value, bool alias, const std::vector<std::string>& outputs) {
   Element e;
   if (PyTuple_Check(value.ptr())) {
+    if (!outputs.empty() && static_cast<size_t>(PyTuple_GET_SIZE(value.ptr())) != outputs.size()) {
+      return Unconvertible(value, fmt::format("a tuple of {} where output_names are {} ({})",
+                                              PyTuple_GET_SIZE(value.ptr()), outputs.size(), fmt::join(outputs, ", ")));
+    }
     for (nb::handle c : value) {
       TFD_ASSIGN_OR_RETURN(Tensor t, TensorFromPython(c, alias));
       e.push_back(std::move(t));
     }
   } else if (PyDict_Check(value.ptr())) {
-    for (auto [k, c] : nb::borrow<nb::dict>(value)) {
-      TFD_ASSIGN_OR_RETURN(Tensor t, TensorFromPython(c, alias));
-      e.push_back(std::move(t));
+    auto dict = nb::borrow<nb::dict>(value);
+    if (outputs.empty()) {
+      for (auto [k, c] : dict) {
+        TFD_ASSIGN_OR_RETURN(Tensor t, TensorFromPython(c, alias));
+        e.push_back(std::move(t));
+      }
+    } else {
+      // In output_names' order; the keys must be exactly those.
+      bool same = dict.size() == outputs.size();
+      for (size_t i = 0; same && i < outputs.size(); ++i) same = dict.contains(outputs[i].c_str());
+      if (!same) {
+        std::vector<std::string> keys;
+        for (auto [k, c] : dict) keys.push_back(nb::cast<std::string>(nb::repr(k)));
+        return Unconvertible(value, fmt::format("a dict with keys [{}] where output_names are [{}]",
+                                                fmt::join(keys, ", "), fmt::join(outputs, ", ")));
+      }
+      for (const std::string& n : outputs) {
+        TFD_ASSIGN_OR_RETURN(Tensor t, TensorFromPython(dict[n.c_str()], alias));
+        e.push_back(std::move(t));
+      }
     }
   } else {
+    if (outputs.size() > 1) {
+      return Unconvertible(
+          value, fmt::format("one value where output_names are {} ({})", outputs.size(), fmt::join(outputs, ", ")));
+    }
     TFD_ASSIGN_OR_RETURN(Tensor t, TensorFromPython(value, alias));
     e.push_back(std::move(t));
   }

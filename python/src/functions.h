@@ -6,6 +6,8 @@
 #include <nanobind/nanobind.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "lib/functions/python_host.h"
@@ -13,9 +15,11 @@
 namespace tfdata::python {
 
 // What a function's return value becomes: one element (a tuple: its components; a dict: its
-// values in order; otherwise one component). `alias`: numeric arrays are referenced, not copied,
+// values in order, or in `outputs`' order when given (Python.output_names, which also fix the
+// count); otherwise one component). `alias`: numeric arrays are referenced, not copied,
 // and the element must be dropped with the GIL held (the helper's loop). Needs the GIL.
-absl::StatusOr<Element> ElementFromPython(nanobind::handle value, bool alias);
+absl::StatusOr<Element> ElementFromPython(nanobind::handle value, bool alias,
+                                          const std::vector<std::string>& outputs = {});
 
 // The host of functions registered in this process (tfdata.register_function). Calls take the
 // GIL: in-process functions run one at a time; the C++ ops around them do not wait for it.

@@ -310,7 +310,8 @@ BuildOptions ClientBuildOptions() {
 nb::tuple Describe(const Dataset& dataset, const pipeline::Pipeline& pipeline) {
   auto names = ElementNames(pipeline);
   nb::object py_names = nb::none();
-  if (names && !dataset.spec().unknown && names->size() == dataset.spec().components.size()) {
+  // An unknown spec (after a Python function) still has names when the pipeline gives them (output_names).
+  if (names && (dataset.spec().unknown || names->size() == dataset.spec().components.size())) {
     nb::list l;
     for (const auto& n : *names) l.append(n.c_str());
     py_names = nb::tuple(l);
@@ -396,7 +397,9 @@ void BindPipelines(nb::module_& m) {
         }
         ElementFormat format;
         format.names = ElementNames(loaded.pipeline);
-        if (format.names && format.names->size() != ds->spec().components.size()) format.names.reset();
+        if (format.names && !ds->spec().unknown && format.names->size() != ds->spec().components.size()) {
+          format.names.reset();
+        }
         return new ElementIterator(std::make_unique<LocalSource>(std::move(it)), format);
       },
       "text"_a, "name"_a, "max_memory_bytes"_a = 0, nb::rv_policy::take_ownership,

@@ -1,6 +1,6 @@
 """A worker's Python helper process (lib/python_functions/helper_pool.h).
 
-The worker starts ``python -m tfdata._helper --socket 3 --request 4 --response 5 --parent PID --module M ...``
+The worker starts ``python -m tfdata._helper --socket 3 --request 4 --response 5 --response 6 ... --parent PID --module M ...``
 with the descriptors inherited. It imports the modules (their @tfdata.function registrations are
 what it can call), tells the worker which functions it has, then serves calls until the worker
 closes the socket. Not for users to run.
@@ -36,7 +36,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tfdata._helper")
     parser.add_argument("--socket", type=int, required=True)
     parser.add_argument("--request", type=int, required=True)
-    parser.add_argument("--response", type=int, required=True)
+    parser.add_argument("--response", type=int, action="append", required=True)
     parser.add_argument("--module", action="append", default=[])
     parser.add_argument("--parent", type=int, required=True)
     args = parser.parse_args(argv)

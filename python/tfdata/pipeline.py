@@ -108,7 +108,9 @@ def _plain_one(value, kind, type_name, where):
                 return value._plain
             name = getattr(value, "__tfdata_function__", None)
             if callable(value) and isinstance(name, str):
-                return {"python": {"name": name}}  # a registered Python function, by its name
+                # A registered Python function, by its name (and the output names it was registered with).
+                outputs = getattr(value, "__tfdata_output_names__", None)
+                return {"python": {"name": name, **({"output_names": list(outputs)} if outputs else {})}}
             if callable(value):
                 raise TypeError(f"{where}: {getattr(value, '__qualname__', value)!r} is a Python function that is "
                                 f"not registered: register it with @tfdata.function(\"name\") in a module that "

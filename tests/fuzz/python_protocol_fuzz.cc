@@ -25,6 +25,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   reply.count = count;
   reply.response_bytes = kResultsOffset + bytes.size();
   auto results = ReadResponse(&*region, reply, count);
+  // Aliasing the region instead of copying decodes the same, or fails the same.
+  auto aliased = ReadResponse(&*region, reply, count, region->mapping());
+  if (aliased.ok() != results.ok()) std::abort();
+  if (results.ok()) {
+    for (size_t i = 0; i < results->size(); ++i) {
+      const PythonCallResult &a = (*aliased)[i], &r = (*results)[i];
+      if (a.ok() != r.ok() || (a.ok() ? *a != *r : a.status() != r.status())) std::abort();
+    }
+  }
   if (results.ok()) {
     auto again = SharedRegion::Create("fuzz-again", 4096);
     if (!again.ok()) std::abort();

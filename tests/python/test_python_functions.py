@@ -4,6 +4,7 @@ on `tfdata worker --python-module` processes; element types in and out; errors, 
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -70,6 +71,23 @@ def test_in_process_tuples_and_dicts_become_components():
     assert len(t) == 3 and list(t[0]) == [0, 0] and t[1] == 0 and t[2] == b"b"
     (d,) = list(tfdata.Pipeline.range(1).map(tfdata.py("t_dict")).run())
     assert d[0] == 0 and d[1].shape == (1, 2)
+
+
+def test_in_process_output_names_name_the_components():
+    fn = tfdata.register_function("t_named", lambda x: {"b": x * 2, "a": x}, output_names=("a", "b"))
+    # By name without output_names: a tuple of the dict's values, in the dict's order.
+    assert list(tfdata.Pipeline.range(3).map(tfdata.py("t_named")).run()) == [(0, 0), (2, 1), (4, 2)]
+    for named in [tfdata.Pipeline.range(3).map(tfdata.py("t_named", output_names=["a", "b"])),
+                  tfdata.Pipeline.range(3).map(fn)]:  # the registered function brings its output_names
+        assert "output_names" in named.to_text()
+        assert list(named.run()) == [{"a": i, "b": 2 * i} for i in range(3)]
+    with pytest.raises(tfdata.InvalidArgumentError, match=r"returned tuple: a tuple of 3 where output_names are 2"):
+        tfdata.register_function("t_three", lambda x: (x, x, x))
+        list(tfdata.Pipeline.range(1).map(tfdata.py("t_three", output_names=["a", "b"])).run())
+    with pytest.raises(ValueError, match="distinct"):
+        tfdata.py("t_named", output_names=["a", "a"])
+    with pytest.raises(TypeError, match="list of non-empty str"):
+        tfdata.py("t_named", output_names="ab")
 
 
 def test_in_process_the_function_receives_numpy_views_and_tuples():
@@ -179,6 +197,49 @@ def test_cli_worker_runs_module_functions_in_parallel(python_cluster):
     assert flat == [(1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2)]
 
 
+def test_cli_worker_results_held_long_keep_their_values(python_cluster):
+    # The worker's tensors alias the helpers' response regions; a shuffle buffer holds many of them
+    # while later calls run: none may be overwritten.
+    pipeline = tfdata.Pipeline.range(300).map(tfdata.py("big"), num_parallel_calls=2).shuffle(300, seed=1)
+    ds = pipeline.apply(tfdata.distribute(processing_mode="parallel_epochs", service=python_cluster.target))
+    seen = set()
+    for a in ds.as_numpy_iterator():
+        assert a.shape == (256, 256) and (a == a.flat[0]).all(), a.flat[0]
+        seen.add(int(a.flat[0]))
+    assert seen == set(range(300))
+
+
+def test_cli_worker_filter_and_flat_map_in_chunks_keep_order_and_errors(python_cluster):
+    # Inputs reach filter's and flat_map's Python functions in chunks; the order and the place of
+    # an error stay what they were one element at a time.
+    ds = tfdata.Pipeline.range(100).filter(tfdata.py("even_or_raise")).apply(
+        tfdata.distribute(processing_mode="parallel_epochs", service=python_cluster.target))
+    it, got = ds.as_numpy_iterator(), []
+    with pytest.raises(tfdata.InvalidArgumentError, match="41 is bad"):
+        for x in it:
+            got.append(x)
+    assert got == list(range(0, 41, 2))
+    assert _read(python_cluster.target, tfdata.Pipeline.range(300).filter(tfdata.py("is_even"))) == \
+        list(range(0, 300, 2))
+    flat = _read(python_cluster.target, tfdata.Pipeline.range(40).flat_map(tfdata.py("repeat_n")))
+    assert flat == [(x, i) for x in range(40) for i in range(x)]
+
+
+def test_cli_worker_output_names_give_trainers_a_dict(python_cluster):
+    got = _read(python_cluster.target,
+                tfdata.Pipeline.range(4).map(tfdata.py("named", output_names=["id", "square"])))
+    assert sorted(got, key=lambda d: d["id"]) == [{"id": i, "square": i * i} for i in range(4)]
+    with pytest.raises(tfdata.InvalidArgumentError,
+                       match=r"'named' returned dict: a dict with keys \['square', 'id'\] where output_names are "
+                             r"\[a, b\]"):
+        _read(python_cluster.target, tfdata.Pipeline.range(2).map(tfdata.py("named", output_names=["a", "b"])))
+    # A result that cannot be an element fails its own input, not the helper.
+    with pytest.raises(tfdata.InvalidArgumentError,
+                       match=r"python function 'deep' returned an element that cannot be passed on: .*rank exceeds 32"):
+        _read(python_cluster.target, tfdata.Pipeline.range(3).map(tfdata.py("deep")))
+    assert _read(python_cluster.target, tfdata.Pipeline.range(1).map(tfdata.py("deep"))) == [0]
+
+
 def test_cli_worker_errors_crashes_and_hangs_fail_the_read_not_the_worker(python_cluster):
     with pytest.raises(tfdata.InvalidArgumentError) as e:
         _read(python_cluster.target, tfdata.Pipeline.range(5).map(tfdata.py("raises")))
@@ -199,6 +260,41 @@ def test_cli_worker_errors_crashes_and_hangs_fail_the_read_not_the_worker(python
 def test_cli_worker_function_receives_a_dict_by_feature_name(python_cluster, tmpdir_path):
     got = _read(python_cluster.target, _parsed(_examples_file(tmpdir_path)).map(tfdata.py("label_and_text")))
     assert sorted(got) == [b"0:w0", b"1:w1", b"2:w2"]
+
+
+def _children(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except OSError:
+        return False
+
+
+def test_cli_worker_killed_takes_its_helpers_with_it(python_cluster):
+    worker = python_cluster.procs[1]
+    assert sorted(_read(python_cluster.target, tfdata.Pipeline.range(4).map(tfdata.py("double")))) == [0, 2, 4, 6]
+    helpers = _children(worker.pid)
+    assert len(helpers) == 2 and all(_alive(h) for h in helpers)
+    worker.kill()  # SIGKILL: nothing of the worker's runs to stop them
+    worker.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(_alive(h) for h in helpers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(h) for h in helpers)
 
 
 def test_cli_worker_without_modules_says_how_to_load_one(process_cluster):
