@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "fmt/format.h"
 #include "fmt/ranges.h"
 #include "lib/core/status_macros.h"
@@ -53,12 +54,13 @@ class PythonFn : public Function {
   std::vector<absl::StatusOr<Element>> ApplyBatch(std::vector<Element> inputs,
                                                   const FunctionContext& first) const override {
     std::vector<absl::StatusOr<Element>> out;
-    for (PythonCallResult& r : CallHost(std::move(inputs))) {
+    for (PythonCallResult& r : CallHost(std::move(inputs), first)) {
       if (!r.ok()) {
         out.push_back(r.status());
       } else if (r->size() != 1) {
         out.push_back(absl::InvalidArgumentError(
-            fmt::format("{}: returned {} elements where map takes one (a list is for flat_map)", label_, r->size())));
+            fmt::format("{} (element {}): returned {} elements where map takes one (a list is for flat_map)", label_,
+                        first.element_index + out.size(), r->size())));
       } else {
         out.push_back(std::move((*r)[0]));
       }
@@ -69,12 +71,13 @@ class PythonFn : public Function {
   std::vector<absl::StatusOr<std::vector<Element>>> ApplyMany(std::vector<Element> inputs,
                                                               const FunctionContext& first) const override {
     if (kind_ != PythonCallKind::kFlatMap) return Function::ApplyMany(std::move(inputs), first);
-    return CallHost(std::move(inputs));
+    return CallHost(std::move(inputs), first);
   }
 
  private:
-  // One result per input: a failed call fails each.
-  std::vector<PythonCallResult> CallHost(std::vector<Element> inputs) const {
+  // One result per input: a failed call fails each. An input's own error ("python function 'f'
+  // raised ...") gains the input's place: "python function 'f' (element 17) raised ...".
+  std::vector<PythonCallResult> CallHost(std::vector<Element> inputs, const FunctionContext& first) const {
     const size_t n = inputs.size();
     if (host_ == nullptr) return std::vector<PythonCallResult>(n, NoHost());
     auto results = host_->Call(name_, kind_, std::move(inputs), names_);
@@ -82,6 +85,13 @@ class PythonFn : public Function {
     if (results->size() != n) {
       return std::vector<PythonCallResult>(
           n, absl::InternalError(fmt::format("{}: {} results for {} inputs", label_, results->size(), n)));
+    }
+    const std::string prefix = label_ + " ";
+    for (size_t i = 0; i < n; ++i) {
+      PythonCallResult& r = (*results)[i];
+      if (r.ok() || !absl::StartsWith(r.status().message(), prefix)) continue;
+      r = absl::Status(r.status().code(), fmt::format("{} (element {}) {}", label_, first.element_index + i,
+                                                      std::string(r.status().message().substr(prefix.size()))));
     }
     return *std::move(results);
   }

@@ -190,8 +190,16 @@ absl::StatusOr<std::unique_ptr<HelperPool::Helper>> HelperPool::Spawn(std::vecto
   }
   // Everything the child needs is made before fork: between fork and exec it may only make
   // system calls (the worker has other threads).
-  std::vector<std::string> args = {options_.python,           "-m",        "tfdata._helper",           "--socket",
-                                   std::to_string(kSocketFd), "--request", std::to_string(kRequestFd), "--parent",
+  std::vector<std::string> args = {options_.python,
+                                   "-m",
+                                   "tfdata._helper",
+                                   "--socket",
+                                   std::to_string(kSocketFd),
+                                   "--request",
+                                   std::to_string(kRequestFd),
+                                   "--protocol",
+                                   std::to_string(kProtocolVersion),
+                                   "--parent",
                                    std::to_string(getpid())};
   for (int fd = kResponseFd; fd <= kLastFd; ++fd) {
     args.push_back("--response");

@@ -36,6 +36,9 @@
 
 namespace tfdata::python_functions {
 
+// Bumped whenever the messages or regions change: a worker and a helper from different tfdata
+// versions (the binary and the pip package) refuse each other at start, with a clear error.
+inline constexpr int kProtocolVersion = 2;
 inline constexpr uint32_t kCallMagic = 0x54465043;   // "CPFT"
 inline constexpr uint32_t kReplyMagic = 0x54465052;  // "RPFT"
 inline constexpr size_t kResultsOffset = 64;

@@ -395,6 +395,7 @@ void BindFunctions(nb::module_& m) {
         }).detach();
       },
       nb::arg("parent"), "Ends this process when `parent` is no longer its parent (tfdata._helper).");
+  m.attr("HELPER_PROTOCOL") = python_functions::kProtocolVersion;
   m.def("serve_functions", &ServeFunctions, nb::arg("socket"), nb::arg("request"), nb::arg("response"),
         nb::arg("registry"), "The loop of a worker's Python helper process (tfdata._helper).");
 }

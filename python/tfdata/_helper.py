@@ -1,6 +1,6 @@
 """A worker's Python helper process (lib/python_functions/helper_pool.h).
 
-The worker starts ``python -m tfdata._helper --socket 3 --request 4 --response 5 --response 6 ... --parent PID --module M ...``
+The worker starts ``python -m tfdata._helper --socket 3 --request 4 --response 5 --response 6 ... --protocol N --parent PID --module M ...``
 with the descriptors inherited. It imports the modules (their @tfdata.function registrations are
 what it can call), tells the worker which functions it has, then serves calls until the worker
 closes the socket. Not for users to run.
@@ -39,8 +39,15 @@ def main(argv=None):
     parser.add_argument("--response", type=int, action="append", required=True)
     parser.add_argument("--module", action="append", default=[])
     parser.add_argument("--parent", type=int, required=True)
+    parser.add_argument("--protocol", type=int, required=True)
     args = parser.parse_args(argv)
     _native.watch_parent(args.parent)  # first: an import may hang
+    if args.protocol != _native.HELPER_PROTOCOL:
+        text = (f"the tfdata package of {sys.executable} ({os.path.dirname(functions.__file__)}) speaks helper "
+                f"protocol {_native.HELPER_PROTOCOL}, the worker {args.protocol}: install the tfdata package of the "
+                f"tfdata binary's version for that interpreter")
+        os.write(args.socket, ("error\n" + text).encode("utf-8", "replace"))
+        return 1
     for module in args.module:
         try:
             _load(module)

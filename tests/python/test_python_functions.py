@@ -123,11 +123,11 @@ def test_in_process_errors_name_the_function_type_and_frames():
     with pytest.raises(tfdata.InvalidArgumentError) as e:
         list(tfdata.Pipeline.range(5).map(tfdata.py("t_raises")).run())
     text = str(e.value)
-    assert "python function 't_raises' raised KeyError" in text and "no key 2" in text
+    assert "python function 't_raises' (element 2) raised KeyError" in text and "no key 2" in text
     assert "in t_raises" in text  # a frame of the traceback
     tfdata.register_function("t_set", lambda x: {x})
-    with pytest.raises(tfdata.InvalidArgumentError, match=r"'t_set' returned set"):
-        list(tfdata.Pipeline.range(1).map(tfdata.py("t_set")).run())
+    with pytest.raises(tfdata.InvalidArgumentError, match=r"'t_set' \(element 0\) returned set: it cannot become"):
+        list(tfdata.Pipeline.range(4, 8).map(tfdata.py("t_set")).run())
     tfdata.register_function("t_list", lambda x: [x, x])
     with pytest.raises(tfdata.InvalidArgumentError, match="flat_map"):
         list(tfdata.Pipeline.range(1).map(tfdata.py("t_list")).run())
@@ -143,7 +143,7 @@ def test_in_process_flat_map_turns_each_element_into_a_list():
     assert got == [1, 2, 2, 3, 3, 3]
     with pytest.raises(tfdata.InvalidArgumentError, match="last `fn` must be a python function"):
         tfdata.Pipeline.range(3).flat_map(tfdata.fn.arith("add", 1)).validate()
-    with pytest.raises(tfdata.InvalidArgumentError, match="'t_double' returned int to flat_map"):
+    with pytest.raises(tfdata.InvalidArgumentError, match="'t_double' \\(element 0\\) returned int to flat_map"):
         list(tfdata.Pipeline.range(3).flat_map(tfdata.py("t_double")).run())
 
 
@@ -212,13 +212,21 @@ def test_cli_worker_results_held_long_keep_their_values(python_cluster):
 def test_cli_worker_filter_and_flat_map_in_chunks_keep_order_and_errors(python_cluster):
     # Inputs reach filter's and flat_map's Python functions in chunks; the order and the place of
     # an error stay what they were one element at a time.
-    ds = tfdata.Pipeline.range(100).filter(tfdata.py("even_or_raise")).apply(
-        tfdata.distribute(processing_mode="parallel_epochs", service=python_cluster.target))
-    it, got = ds.as_numpy_iterator(), []
-    with pytest.raises(tfdata.InvalidArgumentError, match="41 is bad"):
-        for x in it:
-            got.append(x)
-    assert got == list(range(0, 41, 2))
+    def read_until_error(iterable):
+        got = []
+        with pytest.raises(tfdata.InvalidArgumentError, match=r"\(element 41\) raised ValueError: 41 is bad"):
+            for x in iterable:
+                got.append(x)
+        return got
+    pipeline = tfdata.Pipeline.range(100).filter(tfdata.py("even_or_raise"))
+    # In process, every element before the error arrives; through the service, the task's error
+    # may overtake elements still in the worker's buffer, never come before a later one.
+    tfdata.register_function("even_or_raise", lambda x: (_ for _ in ()).throw(ValueError("41 is bad"))
+                             if x == 41 else x % 2 == 0)
+    assert read_until_error(pipeline.run()) == list(range(0, 41, 2))
+    got = read_until_error(pipeline.apply(
+        tfdata.distribute(processing_mode="parallel_epochs", service=python_cluster.target)).as_numpy_iterator())
+    assert got == list(range(0, 41, 2))[:len(got)]
     assert _read(python_cluster.target, tfdata.Pipeline.range(300).filter(tfdata.py("is_even"))) == \
         list(range(0, 300, 2))
     flat = _read(python_cluster.target, tfdata.Pipeline.range(40).flat_map(tfdata.py("repeat_n")))
@@ -230,12 +238,13 @@ def test_cli_worker_output_names_give_trainers_a_dict(python_cluster):
                 tfdata.Pipeline.range(4).map(tfdata.py("named", output_names=["id", "square"])))
     assert sorted(got, key=lambda d: d["id"]) == [{"id": i, "square": i * i} for i in range(4)]
     with pytest.raises(tfdata.InvalidArgumentError,
-                       match=r"'named' returned dict: a dict with keys \['square', 'id'\] where output_names are "
-                             r"\[a, b\]"):
+                       match=r"'named' \(element 0\) returned dict: a dict with keys \['square', 'id'\] where "
+                             r"output_names are \[a, b\]"):
         _read(python_cluster.target, tfdata.Pipeline.range(2).map(tfdata.py("named", output_names=["a", "b"])))
     # A result that cannot be an element fails its own input, not the helper.
     with pytest.raises(tfdata.InvalidArgumentError,
-                       match=r"python function 'deep' returned an element that cannot be passed on: .*rank exceeds 32"):
+                       match=r"python function 'deep' \(element 1\) returned an element that cannot be passed on: "
+                             r".*rank exceeds 32"):
         _read(python_cluster.target, tfdata.Pipeline.range(3).map(tfdata.py("deep")))
     assert _read(python_cluster.target, tfdata.Pipeline.range(1).map(tfdata.py("deep"))) == [0]
 
@@ -243,7 +252,7 @@ def test_cli_worker_output_names_give_trainers_a_dict(python_cluster):
 def test_cli_worker_errors_crashes_and_hangs_fail_the_read_not_the_worker(python_cluster):
     with pytest.raises(tfdata.InvalidArgumentError) as e:
         _read(python_cluster.target, tfdata.Pipeline.range(5).map(tfdata.py("raises")))
-    assert "python function 'raises' raised ValueError: element 3 is bad" in str(e.value)
+    assert "python function 'raises' (element 3) raised ValueError: element 3 is bad" in str(e.value)
     assert "py_functions.py" in str(e.value)  # the frame where it was raised
     with pytest.raises(tfdata.Error, match=r"died from signal 11"):
         _read(python_cluster.target, tfdata.Pipeline.range(5).map(tfdata.py("crashes")))
@@ -295,6 +304,19 @@ def test_cli_worker_killed_takes_its_helpers_with_it(python_cluster):
     while any(_alive(h) for h in helpers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(h) for h in helpers)
+
+
+def test_helper_of_another_protocol_version_refuses_with_a_clear_error():
+    import socket
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with ours, theirs:
+        fd = theirs.fileno()
+        helper = subprocess.run(
+            [sys.executable, "-m", "tfdata._helper", "--socket", str(fd), "--request", str(fd), "--response", str(fd),
+             "--protocol", "999", "--parent", str(os.getpid())], pass_fds=[fd], timeout=60, capture_output=True)
+        assert helper.returncode == 1, helper.stderr
+        hello = ours.recv(65536).decode()
+    assert hello.startswith("error\n") and "speaks helper protocol" in hello and "the worker 999" in hello
 
 
 def test_cli_worker_without_modules_says_how_to_load_one(process_cluster):

@@ -72,6 +72,14 @@ def test_example_training_loop_learns():
     assert last_loss < first_loss / 2, out
 
 
+def test_example_python_augmentation_on_two_workers_trains():
+    out = run_example("augment_torch.py", "--steps", "40", "--records", "128")
+    assert "batch: images (32, 3, 24, 24) torch.float32, labels (32,)" in out, out
+    last = out.strip().splitlines()[-1]
+    first_loss, last_loss = [float(x) for x in last.replace(",", "").split() if x[0].isdigit() and "." in x]
+    assert last_loss < first_loss / 2, out
+
+
 def test_example_coordinated_reads_two_ranks():
     out = run_example("coordinated_ranks.py", "--rounds", "6")
     rounds = [line for line in out.splitlines() if line.startswith("round ")]
