@@ -1,7 +1,9 @@
 """bench/python_functions.sh's measurements, side by side in one run (see that script)."""
 
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -39,6 +41,24 @@ def service_rate(pipeline, helpers, n):
         dispatcher.stop()
 
 
+def run_rate(function, helpers, parallel, estimate):
+    """Elements/s of `tfdata run` (the pipeline consumed in the worker's process: no data plane),
+    from two runs of different lengths, so that start-up (importing numpy in the helpers) cancels."""
+    binary = os.environ.get("TFDATA_BINARY", os.path.join(os.path.dirname(MODULE), "..", "build", "tfdata"))
+    with tempfile.NamedTemporaryFile("w", suffix=".pbtxt") as f:
+        f.write('op { range { stop: 1000000000 } } '
+                f'op {{ map {{ fn {{ python {{ name: "{function}" }} }} num_parallel_calls: {parallel} }} }}')
+        f.flush()
+
+        def timed(n):
+            start = time.perf_counter()
+            subprocess.run([binary, "run", f.name, "--take", str(n), "--format", "null", "-q", "--python-module",
+                            MODULE, "--python", sys.executable, "--python-helpers", str(helpers)], check=True)
+            return time.perf_counter() - start
+        short, extra = 20, max(50, int(estimate * SECS))
+        return extra / (timed(short + extra) - timed(short))
+
+
 def torch_rate(workers):
     import torch
 
@@ -59,13 +79,25 @@ def main():
     scalars = tfdata.Pipeline.range(1 << 40)
     rows = []
     noop1 = service_rate(scalars.map(tfdata.py("bench_noop")), helpers=1, n=0)
+    plain = service_rate(scalars, helpers=1, n=0)
+    rows.append(("no function: int64 scalars read from Python (the reader's ceiling)", f"{plain / 1e3:.0f} k/s", ""))
     rows.append(("trivial function on int64 scalars, 1 helper, read from Python", f"{noop1 / 1e3:.0f} k calls/s", ""))
+    noop_run = run_rate("bench_noop", 1, 1, noop1)
+    rows.append(("trivial function on int64 scalars, 1 helper, tfdata run (no data plane)",
+                 f"{noop_run / 1e3:.0f} k calls/s", ""))
+    even1 = service_rate(scalars.filter(tfdata.py("bench_even")), helpers=1, n=0)
+    rows.append(("filter with a Python predicate on int64 scalars, 1 helper", f"{even1 / 1e3:.0f} k elements/s", ""))
     images = tfdata.Pipeline.range(1 << 40)
     one = service_rate(images.map(tfdata.py("bench_augment")), helpers=1, n=0)
     two = service_rate(images.map(tfdata.py("bench_augment"), num_parallel_calls=2), helpers=2, n=0)
     rows.append(("numpy augment 224x224x3, 1 worker, 1 helper", f"{one:.0f} images/s", "1.00x"))
     rows.append(("numpy augment 224x224x3, 1 worker, num_parallel_calls 2, 2 helpers", f"{two:.0f} images/s",
                   f"{two / one:.2f}x"))
+    run1 = run_rate("bench_augment", 1, 1, one)
+    run2 = run_rate("bench_augment", 2, 2, two)
+    rows.append(("numpy augment, tfdata run (no data plane), 1 helper", f"{run1:.0f} images/s", "1.00x"))
+    rows.append(("numpy augment, tfdata run (no data plane), num_parallel_calls 2, 2 helpers", f"{run2:.0f} images/s",
+                 f"{run2 / run1:.2f}x"))
     try:
         t0 = torch_rate(0)
         t2 = torch_rate(2)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Python functions on workers (issue 23), side by side in one run:
 #  - the per-call cost of a trivial function on int64 scalars (one helper: one core's worth);
+#  - a filter with a Python predicate on scalars (chunks of inputs per round trip);
 #  - a CPU-bound numpy function on 224x224x3 images with 1 helper, and with num_parallel_calls 2
-#    and 2 helpers (the ratio is what the second core gives);
+#    and 2 helpers (the ratio is what the second core gives): read from Python through the
+#    service, and consumed in the worker's process by `tfdata run` (no data plane);
 #  - the same function through PyTorch's DataLoader with 0 and 2 worker processes.
 # One in-process worker per measurement, read from Python. Usage: bench/python_functions.sh [SECONDS]
 set -euo pipefail
@@ -14,4 +16,4 @@ scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" 
 .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
   -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-.venv/bin/python bench/python_functions.py "$secs"
+TFDATA_BINARY="$PWD/build/tfdata" .venv/bin/python bench/python_functions.py "$secs"

@@ -10,6 +10,11 @@ def noop(x):
     return x
 
 
+@tfdata.function("bench_even")
+def even(x):
+    return x % 2 == 0
+
+
 def augment(seed):
     """CPU-bound numpy work on a 224x224x3 image, about as costly as a few torchvision transforms."""
     rng = np.random.default_rng(seed)

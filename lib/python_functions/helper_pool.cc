@@ -43,7 +43,8 @@ struct Pin {
 std::string ErrnoText() { return std::strerror(errno); }
 
 // Receives one message, waiting at most `timeout`. nullopt on time-out; "" when the peer closed.
-absl::StatusOr<std::optional<std::string>> Receive(int fd, absl::Duration timeout) {
+// A message longer than `max` comes back as its first max + 1 bytes (the caller sees it is too long).
+absl::StatusOr<std::optional<std::string>> Receive(int fd, absl::Duration timeout, size_t max = kMaxControlBytes) {
   pollfd p{fd, POLLIN, 0};
   const int ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(timeout), 1 << 30));
   int r;
@@ -52,16 +53,16 @@ absl::StatusOr<std::optional<std::string>> Receive(int fd, absl::Duration timeou
   } while (r < 0 && errno == EINTR);
   if (r < 0) return absl::InternalError("poll: " + ErrnoText());
   if (r == 0) return std::nullopt;
-  std::string buf(kMaxControlBytes, '\0');
+  std::string buf(max + 1, '\0');
   ssize_t n;
   do {
-    n = recv(fd, buf.data(), buf.size(), 0);
+    n = recv(fd, buf.data(), buf.size(), MSG_TRUNC);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     if (errno == ECONNRESET) return std::string();
     return absl::InternalError("recv: " + ErrnoText());
   }
-  buf.resize(static_cast<size_t>(n));
+  buf.resize(std::min(static_cast<size_t>(n), buf.size()));
   return buf;
 }
 
@@ -359,7 +360,7 @@ absl::StatusOr<std::vector<PythonCallResult>> HelperPool::CallOn(Helper& h, cons
   }
   uint64_t progress = 0;
   while (true) {
-    auto message = Receive(h.socket, options_.call_timeout);
+    auto message = Receive(h.socket, options_.call_timeout, sizeof(ReplyHeader));
     if (!message.ok()) return fail(std::string(message.status().message()));
     if (!*message) {
       // No reply in call_timeout: hung, unless it finished an input since the last look.
