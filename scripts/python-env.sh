@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes .venv/, the Python environment the tests, examples and benchmarks use: numpy, pytest,
-# nanobind and scikit-build-core from PyPI; torch (CPU use) and torchdata (StatefulDataLoader)
+# nanobind and scikit-build-core from PyPI; grpcio with its health and reflection clients (the
+# standard tools that the health and reflection tests call the servers with); torch (CPU use) and torchdata (StatefulDataLoader)
 # too when TFDATA_WITH_TORCH=1.
 # Does nothing that is already done.
 set -euo pipefail
@@ -12,6 +13,9 @@ fi
 need=()
 for m in numpy pytest nanobind scikit_build_core; do
   .venv/bin/python -c "import $m" 2>/dev/null || need+=("${m//_/-}")
+done
+for pair in grpc:grpcio grpc_health:grpcio-health-checking grpc_reflection:grpcio-reflection; do
+  .venv/bin/python -c "import ${pair%%:*}" 2>/dev/null || need+=("${pair#*:}")
 done
 if ((${#need[@]})); then
   .venv/bin/pip install -q --disable-pip-version-check "${need[@]}"

@@ -2,6 +2,7 @@
 // and the client that workers and readers use to reach a remote dispatcher.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -33,9 +34,13 @@ class GrpcDispatcherService final : public DispatcherService::Service {
                                WorkerHeartbeatResponse* resp) override;
   grpc::Status GetSplits(grpc::ServerContext*, const GetSplitsRequest* req, GetSplitsResponse* resp) override;
 
+  // While false (the dispatcher replays its journal), every call is UNAVAILABLE: callers retry.
+  void set_serving(bool serving) { serving_.store(serving); }
+
  private:
   Dispatcher* const dispatcher_;
   const std::shared_ptr<const Security> security_;
+  std::atomic<bool> serving_{true};
 };
 
 // Thread-safe. Every call has a deadline of `timeout`; failures to reach the dispatcher name it.

@@ -1,6 +1,10 @@
 #include "lib/service/grpc/server.h"
 
 #include <functional>
+#include <mutex>
+
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -14,6 +18,12 @@ namespace {
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(grpc::Service* service, const Security* security,
                                                           const std::string& host, int port, int* bound_port,
                                                           std::unique_ptr<grpc::ServerCompletionQueue>* cq = nullptr) {
+  // Process-wide settings that the builder reads: every server gets the health and reflection services.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  });
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
@@ -39,10 +49,19 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildServer(grpc::Service* service
   return server;
 }
 
+// The health service's answer for "" and for `service` (its full name).
+void SetServing(grpc::Server* server, const std::string& service, bool serving) {
+  if (server == nullptr || server->GetHealthCheckService() == nullptr) return;
+  server->GetHealthCheckService()->SetServingStatus("", serving);
+  server->GetHealthCheckService()->SetServingStatus(service, serving);
+}
+
 // `drain` runs between grpc::Server::Shutdown and the server's destruction: async services drain
 // their completion queues there (the server's own queued tags refer to it).
 void Shutdown(std::unique_ptr<grpc::Server>& server, const std::function<void()>& drain = nullptr) {
   if (server == nullptr) return;
+  // Probes see NOT_SERVING from here on (and a load balancer stops sending new calls).
+  if (server->GetHealthCheckService() != nullptr) server->GetHealthCheckService()->Shutdown();
   // Calls in flight get a short grace period, then are cancelled: shutdown stays well under 1 s.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   if (drain) drain();
@@ -53,10 +72,23 @@ void Shutdown(std::unique_ptr<grpc::Server>& server, const std::function<void()>
 }  // namespace
 
 absl::Status DispatcherServer::Start(const std::string& host, int port) {
-  // Replay before listening: nobody sees the state half-recovered (callers get "unavailable").
-  TFD_RETURN_IF_ERROR(dispatcher_.Recover());
+  TFD_RETURN_IF_ERROR(Listen(host, port));
+  return Serve();
+}
+
+absl::Status DispatcherServer::Listen(const std::string& host, int port) {
+  // Nobody sees the state half-recovered: the RPCs answer UNAVAILABLE until the replay is done.
+  service_.set_serving(false);
   TFD_ASSIGN_OR_RETURN(server_, BuildServer(&service_, security_.get(), host, port, &port_));
+  SetServing(server_.get(), DispatcherService::service_full_name(), false);
+  return absl::OkStatus();
+}
+
+absl::Status DispatcherServer::Serve() {
+  TFD_RETURN_IF_ERROR(dispatcher_.Recover());
   dispatcher_.Start();
+  service_.set_serving(true);
+  SetServing(server_.get(), DispatcherService::service_full_name(), true);
   return absl::OkStatus();
 }
 
@@ -73,6 +105,7 @@ absl::Status WorkerServer::Start() {
   TFD_ASSIGN_OR_RETURN(server_,
                        BuildServer(service_.get(), options_.security.get(), options_.host, options_.port, &port_, &cq));
   service_->Start(std::move(cq));
+  SetServing(server_.get(), WorkerService::service_full_name(), true);
   // The address readers use is known only once the port is bound; no task (and so no call) can
   // reach the worker before its first heartbeat, which Start() sends with this address.
   address_ = absl::StrReplaceAll(options_.worker_address, {{"%port%", absl::StrCat(port_)}});

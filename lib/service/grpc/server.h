@@ -7,6 +7,11 @@
 //
 // Security (security.h; null: plaintext, no token): a server with a certificate speaks TLS only,
 // with a CA it also requires client certificates, and with a token it refuses calls without it.
+//
+// Both servers also serve the standard gRPC health service (grpc.health.v1.Health, for probes:
+// SERVING for "" and for the tfdata service once it answers, NOT_SERVING while a dispatcher
+// replays its journal and once Stop begins) and server reflection (grpc.reflection.v1alpha, so
+// that grpcurl and similar tools can call the RPCs). Neither asks for the token; TLS applies.
 #pragma once
 
 #include <memory>
@@ -27,8 +32,13 @@ class DispatcherServer {
       : dispatcher_(config), security_(std::move(security)), service_(&dispatcher_, security_) {}
   ~DispatcherServer() { Stop(); }
 
-  // `host` is the interface to bind ("0.0.0.0", "127.0.0.1", "[::]").
+  // `host` is the interface to bind ("0.0.0.0", "127.0.0.1", "[::]"). Listen, then Serve.
   absl::Status Start(const std::string& host, int port);
+  // Binds and answers: health NOT_SERVING, every tfdata RPC UNAVAILABLE (callers retry).
+  absl::Status Listen(const std::string& host, int port);
+  // Replays the journal (fault-tolerant dispatchers), then serves: health SERVING. On an error
+  // the server keeps answering NOT_SERVING; Stop it.
+  absl::Status Serve();
   void Stop();
   int port() const { return port_; }
   Dispatcher& dispatcher() { return dispatcher_; }
