@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_split.h"
 #include "cmd/common.h"
+#include "cmd/metrics_flags.h"
 #include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
 #include "fmt/format.h"
@@ -29,6 +30,7 @@ struct DispatcherFlags {
   std::string log_level = "info";
   std::vector<std::string> allowed_paths;
   service::SecurityFiles security;
+  MetricsFlags metrics;
 };
 
 int RunDispatcher(const DispatcherFlags& f) {
@@ -75,6 +77,11 @@ int RunDispatcher(const DispatcherFlags& f) {
   auto security = service::LoadSecurity(f.security, service::SecurityRole::kServer);
   if (!security.ok()) return Fail(security.status(), kExitUsage);
   service::DispatcherServer server(config, *security);
+  auto metrics = service::Metrics::ForDispatcher(&server.dispatcher());
+  server.set_rpc_observer([m = metrics.get()](std::string_view method, int code) { m->RecordRpc(method, code); });
+  // Metrics first: a taken port is a usage error before the dispatcher replays anything.
+  auto metrics_server = StartMetrics(f.metrics, f.host, metrics.get());
+  if (!metrics_server.ok()) return Fail(metrics_server.status(), kExitUsage);
   if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
   // The line first: a test that waits for the port file then reads stdout must find it there.
   fmt::print("dispatcher listening on grpc://{}:{}{}\n", f.host, server.port(),
@@ -118,6 +125,7 @@ void AddDispatcherCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--job-gc-timeout", f->job_gc_timeout, "A job without readers this long is removed (-1: never)")
       ->capture_default_str();
   AddSecurityFlags(sub, &f->security, service::SecurityRole::kServer);
+  AddMetricsFlags(sub, &f->metrics);
   AddLogLevelFlag(sub, &f->log_level);
   sub->callback([f, action] { *action = [f] { return RunDispatcher(*f); }; });
 }

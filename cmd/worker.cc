@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "cmd/common.h"
+#include "cmd/metrics_flags.h"
 #include "cmd/python_flags.h"
 #include "cmd/security_flags.h"
 #include "cmd/subcommands.h"
@@ -32,6 +33,7 @@ struct WorkerFlags {
   double link_gbps = 10;
   service::SecurityFiles security;
   PythonFlags python;
+  MetricsFlags metrics;
 };
 
 int RunWorker(const WorkerFlags& f) {
@@ -85,6 +87,12 @@ int RunWorker(const WorkerFlags& f) {
   service::WorkerServer server(options);
   if (auto st = server.Start(); !st.ok()) return Fail(st, kExitRuntimeError);
   (*python)->set_where("worker " + server.address());
+  auto metrics = service::Metrics::ForWorker(server.worker());
+  auto metrics_server = StartMetrics(f.metrics, f.host, metrics.get());
+  if (!metrics_server.ok()) {
+    server.Leave();
+    return Fail(metrics_server.status(), kExitUsage);
+  }
   // The line first: a test that waits for the port file then reads stdout must find it there.
   fmt::print("worker listening on grpc://{}{} (dispatcher {})\n", server.address(),
              service::DescribeServerSecurity(security->get()), *dispatcher);
@@ -123,6 +131,7 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
       ->capture_default_str();
   sub->add_flag("--allow-plugins", f->allow_plugins, "Let pipelines load user functions from shared libraries");
   AddPythonFlags(sub, &f->python);
+  AddMetricsFlags(sub, &f->metrics);
   sub->add_option("--tag", f->tags,
                   "A tag for this worker (repeatable); readers can pick workers by tag (read --worker-tag)");
   sub->add_option("--cross-trainer-cache-size", f->cross_trainer_cache_size,

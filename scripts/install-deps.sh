@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev libcli11-dev libfmt-dev libspdlog-dev catch2
   zlib1g-dev libsnappy-dev libjpeg62-turbo-dev libxxhash-dev
   libssl-dev openssl  # TLS: certificate checks (tfdata_grpc); the security tests make certificates
+  prometheus-cpp-dev libcivetweb-dev  # metrics: the registry and text format; the HTTP server of --metrics-port
   python3 python3-dev python3-venv python3-pip
 )
 # The optional checks (clang -Wthread-safety build, sanitizers, libFuzzer) also need clang.

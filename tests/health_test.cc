@@ -54,7 +54,8 @@ absl::StatusOr<int> HealthCheck(const std::string& address, const std::string& s
 
 }  // namespace
 
-TEST_CASE("health: a fault-tolerant dispatcher is NOT_SERVING while it replays its journal, then SERVING", "[health]") {
+TEST_CASE("health: a fault-tolerant dispatcher is NOT_SERVING while it replays its journal, then SERVING",
+          "[health][cluster]") {
   testing::TempDir dir;
   DispatcherConfig config = testing::TestCluster::FastConfig();
   config.work_dir = dir.path() + "/work";
@@ -92,7 +93,7 @@ TEST_CASE("health: a fault-tolerant dispatcher is NOT_SERVING while it replays i
   CHECK_FALSE(HealthCheck(address, "").ok());
 }
 
-TEST_CASE("health: a worker is SERVING for its service", "[health]") {
+TEST_CASE("health: a worker is SERVING for its service", "[health][cluster]") {
   testing::TestCluster cluster(1);
   const std::string address = cluster.worker(0).address();
   CHECK(HealthCheck(address, "").value_or(-1) == kServing);

@@ -78,11 +78,12 @@ def tmpdir_path():
 class ProcessCluster:
     """A `tfdata dispatcher` process and `tfdata worker` processes (the built binary)."""
 
-    def __init__(self, tmp, num_workers=1, worker_args=()):
+    def __init__(self, tmp, num_workers=1, worker_args=(), dispatcher_args=()):
         self.binary = tfdata_binary()
         self.procs = []
         port_file = os.path.join(tmp, "dispatcher.port")
-        self.procs.append(self._start(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--port-file", port_file]))
+        self.procs.append(self._start(["dispatcher", "--host", "127.0.0.1", "--port", "0", "--port-file", port_file,
+                                       *dispatcher_args]))
         self.port = int(self._read_port(port_file))
         self.target = f"grpc://localhost:{self.port}"
         for i in range(num_workers):

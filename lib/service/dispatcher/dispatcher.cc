@@ -190,6 +190,7 @@ void Dispatcher::CheckTimeouts(absl::Time now) {
     ++it;  // RemoveWorkerLocked erases the entry
     RemoveWorkerLocked(worker,
                        absl::StrCat("lost (silent for more than ", absl::FormatDuration(config_.worker_timeout), ")"));
+    workers_lost_total_.fetch_add(1, std::memory_order_relaxed);
   }
   for (auto it = client_last_seen_.begin(); it != client_last_seen_.end();) {
     const int64_t client = it->first;

@@ -17,6 +17,7 @@
 // case per journal record.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
@@ -72,6 +73,19 @@ struct DispatcherConfig {
   }();
 };
 
+// What an operator sees of a dispatcher now (lib/service/metrics): counts of the state, taken
+// under the lock, and totals since the process started (not journaled: they restart from 0).
+struct DispatcherCounts {
+  int64_t workers = 0;            // registered and not removed
+  int64_t workers_suspected = 0;  // of those, reported unreachable by readers
+  int64_t datasets = 0;
+  std::map<ProcessingMode, int64_t> jobs;  // every job the state knows, by mode
+  int64_t active_iterations = 0;           // not finished, not garbage-collected
+  int64_t readers = 0;                     // clients reading an iteration
+  int64_t workers_lost_total = 0;          // removed after --worker-timeout
+  int64_t workers_left_total = 0;          // removed on their leaving heartbeat (SIGTERM)
+};
+
 class Dispatcher {
  public:
   explicit Dispatcher(DispatcherConfig config);
@@ -107,6 +121,7 @@ class Dispatcher {
 
   // For tests and status output.
   size_t NumWorkers() const;
+  DispatcherCounts Counts() const;
   // A copy of the whole state (DispatcherState::Snapshot()), taken under the lock. For tests and
   // fuzzers only (tests/fuzz/dispatcher_rpc_fuzz.cc compares it with a replay of the journal);
   // the service never reads it.
@@ -210,6 +225,7 @@ class Dispatcher {
   void CompactLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DispatcherConfig config_;
+  std::atomic<int64_t> workers_lost_total_{0}, workers_left_total_{0};
   mutable absl::Mutex mu_;
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> worker_last_seen_ ABSL_GUARDED_BY(mu_);

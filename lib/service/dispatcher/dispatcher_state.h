@@ -127,6 +127,13 @@ class DispatcherState {
   std::optional<int64_t> ClientIteration(int64_t client_id) const;
   bool WorkerKnown(const std::string& address) const { return workers_.contains(address); }
   std::vector<std::string> Workers() const;
+  size_t NumDatasets() const { return datasets_.size(); }
+  // Every job, by mode.
+  std::map<ProcessingMode, int64_t> JobsByMode() const {
+    std::map<ProcessingMode, int64_t> out;
+    for (const auto& [id, job] : jobs_) ++out[job.mode];
+    return out;
+  }
   // A known worker's tags (empty for an unknown one).
   const std::vector<std::string>& WorkerTags(const std::string& address) const;
   // Live tasks of a worker.

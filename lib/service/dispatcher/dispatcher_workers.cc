@@ -170,7 +170,24 @@ absl::Status Dispatcher::LeaveLocked(const WorkerHeartbeatRequest& req) {
   RemoveWorkerLocked(worker, returned > 0
                                  ? absl::StrCat("left; ", returned, " split(s) it had not started go to other workers")
                                  : std::string("left"));
+  workers_left_total_.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+DispatcherCounts Dispatcher::Counts() const {
+  absl::MutexLock lock(&mu_);
+  DispatcherCounts c;
+  for (const std::string& w : state_.Workers()) {
+    ++c.workers;
+    if (SuspectedLocked(w)) ++c.workers_suspected;
+  }
+  c.datasets = static_cast<int64_t>(state_.NumDatasets());
+  c.jobs = state_.JobsByMode();
+  c.active_iterations = static_cast<int64_t>(state_.ActiveIterations().size());
+  c.readers = static_cast<int64_t>(state_.ClientIds().size());
+  c.workers_lost_total = workers_lost_total_.load(std::memory_order_relaxed);
+  c.workers_left_total = workers_left_total_.load(std::memory_order_relaxed);
+  return c;
 }
 
 void Dispatcher::RemoveWorkerLocked(const std::string& worker, const std::string& why) {

@@ -7,11 +7,15 @@ namespace tfdata::service {
 
 #define TFD_ADAPT(Method, Req, Resp)                                                                               \
   grpc::Status GrpcDispatcherService::Method(grpc::ServerContext* ctx, const Req* req, Resp* resp) {               \
-    if (grpc::Status auth = CheckAuthToken(*ctx, security_.get()); !auth.ok()) return auth;                        \
-    if (!serving_.load()) {                                                                                        \
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the dispatcher is replaying its journal: try again");    \
-    }                                                                                                              \
-    return ToGrpcStatus(dispatcher_->Method(*req, resp));                                                          \
+    grpc::Status status = [&] {                                                                                    \
+      if (grpc::Status auth = CheckAuthToken(*ctx, security_.get()); !auth.ok()) return auth;                      \
+      if (!serving_.load()) {                                                                                      \
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the dispatcher is replaying its journal: try again");  \
+      }                                                                                                            \
+      return ToGrpcStatus(dispatcher_->Method(*req, resp));                                                        \
+    }();                                                                                                           \
+    if (observer_) observer_(#Method, status.error_code());                                                        \
+    return status;                                                                                                 \
   }                                                                                                                \
   absl::Status GrpcDispatcherClient::Method(const Req& req, Resp* resp) {                                          \
     grpc::ClientContext ctx;                                                                                       \

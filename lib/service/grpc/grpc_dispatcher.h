@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,11 +37,15 @@ class GrpcDispatcherService final : public DispatcherService::Service {
 
   // While false (the dispatcher replays its journal), every call is UNAVAILABLE: callers retry.
   void set_serving(bool serving) { serving_.store(serving); }
+  // Called with each RPC's method name and status code (metrics). Before the server starts.
+  using RpcObserver = std::function<void(std::string_view method, int code)>;
+  void set_rpc_observer(RpcObserver observer) { observer_ = std::move(observer); }
 
  private:
   Dispatcher* const dispatcher_;
   const std::shared_ptr<const Security> security_;
   std::atomic<bool> serving_{true};
+  RpcObserver observer_;
 };
 
 // Thread-safe. Every call has a deadline of `timeout`; failures to reach the dispatcher name it.

@@ -42,6 +42,8 @@ class DispatcherServer {
   void Stop();
   int port() const { return port_; }
   Dispatcher& dispatcher() { return dispatcher_; }
+  // Before Start: every RPC's method and status code go to `observer` (metrics).
+  void set_rpc_observer(GrpcDispatcherService::RpcObserver observer) { service_.set_rpc_observer(std::move(observer)); }
 
  private:
   Dispatcher dispatcher_;

@@ -99,7 +99,27 @@ absl::StatusOr<std::shared_ptr<Task>> Worker::FindTask(int64_t task_id) const {
 
 absl::StatusOr<GetElementsResult> Worker::GetElements(const GetElementsRequest& req, bool remote_peer) {
   TFD_ASSIGN_OR_RETURN(auto task, FindTask(req.task_id()));
-  return task->Get(req, remote_peer);
+  absl::StatusOr<GetElementsResult> result = task->Get(req, remote_peer);
+  if (result.ok()) {
+    int64_t bytes = 0;
+    for (const Element& e : result->elements) bytes += static_cast<int64_t>(ElementByteSize(e));
+    get_elements_total_.fetch_add(1, std::memory_order_relaxed);
+    elements_served_total_.fetch_add(static_cast<int64_t>(result->elements.size()), std::memory_order_relaxed);
+    bytes_served_total_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  return result;
+}
+
+WorkerCounts Worker::Counts() const {
+  WorkerCounts c;
+  {
+    absl::MutexLock lock(&mu_);
+    c.tasks = static_cast<int64_t>(tasks_.size());
+  }
+  c.get_elements_total = get_elements_total_.load(std::memory_order_relaxed);
+  c.elements_served_total = elements_served_total_.load(std::memory_order_relaxed);
+  c.bytes_served_total = bytes_served_total_.load(std::memory_order_relaxed);
+  return c;
 }
 
 absl::StatusOr<TaskStats> Worker::Stats(int64_t task_id) const {

@@ -12,6 +12,7 @@
 // task's thread, after which GetElements returns UNAVAILABLE.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,15 @@
 namespace tfdata::service {
 
 class Task;  // task.h
+
+// What an operator sees of a worker (lib/service/metrics): its tasks now, and totals of what
+// GetElements served since the process started (all data planes).
+struct WorkerCounts {
+  int64_t tasks = 0;
+  int64_t get_elements_total = 0;  // calls that returned elements or the end
+  int64_t elements_served_total = 0;
+  int64_t bytes_served_total = 0;  // the elements' tensor bytes, before compression
+};
 
 class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint {
  public:
@@ -60,6 +70,7 @@ class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint
   const std::string& address() const { return config_.worker_address; }
   // Number of tasks the worker runs (tests).
   size_t NumTasks() const;
+  WorkerCounts Counts() const;
   std::vector<int64_t> TaskIds() const;
   // How long the worker has had nothing to do (no task, or only tasks whose streams were served to
   // the end) as of `now`, measured at its heartbeats; from its start if it never had work. For
@@ -82,6 +93,7 @@ class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint
   absl::StatusOr<std::shared_ptr<Task>> FindTask(int64_t task_id) const;
 
   std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> get_elements_total_{0}, elements_served_total_{0}, bytes_served_total_{0};
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;
   absl::Time last_busy_ ABSL_GUARDED_BY(mu_) = absl::Now();

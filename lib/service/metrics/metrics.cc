@@ -1,0 +1,150 @@
+#include "lib/service/metrics/metrics.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "lib/service/dispatcher/dispatcher.h"
+#include "lib/service/worker/worker.h"
+#include "prometheus/text_serializer.h"
+
+namespace tfdata::service {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  return f;
+}
+
+void Add(MetricFamily* f, double value, std::vector<ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (f->type == MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  f->metric.push_back(std::move(m));
+}
+
+std::string ModeName(ProcessingMode mode) {
+  std::string name = ProcessingMode_Name(mode);
+  return absl::AsciiStrToLower(name.empty() ? "unknown" : name);
+}
+
+class DispatcherGauges final : public prometheus::Collectable {
+ public:
+  explicit DispatcherGauges(const Dispatcher* d) : d_(d) {}
+  std::vector<MetricFamily> Collect() const override {
+    const DispatcherCounts c = d_->Counts();
+    std::vector<MetricFamily> out;
+    MetricFamily workers =
+        Family("tfdata_dispatcher_workers", "Workers registered now, by state (suspected: reported unreachable)",
+               MetricType::Gauge);
+    Add(&workers, static_cast<double>(c.workers - c.workers_suspected), {{"state", "alive"}});
+    Add(&workers, static_cast<double>(c.workers_suspected), {{"state", "suspected"}});
+    out.push_back(std::move(workers));
+    MetricFamily removed = Family("tfdata_dispatcher_workers_removed_total",
+                                  "Workers removed since start, by why: lost (silent past --worker-timeout) or left "
+                                  "(SIGTERM)",
+                                  MetricType::Counter);
+    Add(&removed, static_cast<double>(c.workers_lost_total), {{"reason", "lost"}});
+    Add(&removed, static_cast<double>(c.workers_left_total), {{"reason", "left"}});
+    out.push_back(std::move(removed));
+    MetricFamily datasets = Family("tfdata_dispatcher_datasets", "Datasets registered", MetricType::Gauge);
+    Add(&datasets, static_cast<double>(c.datasets));
+    out.push_back(std::move(datasets));
+    MetricFamily jobs = Family("tfdata_dispatcher_jobs", "Jobs known, by processing mode", MetricType::Gauge);
+    for (ProcessingMode mode : {PARALLEL_EPOCHS, DISTRIBUTED_EPOCH}) {
+      auto it = c.jobs.find(mode);
+      Add(&jobs, it == c.jobs.end() ? 0.0 : static_cast<double>(it->second), {{"mode", ModeName(mode)}});
+    }
+    for (const auto& [mode, n] : c.jobs) {
+      if (mode != PARALLEL_EPOCHS && mode != DISTRIBUTED_EPOCH) {
+        Add(&jobs, static_cast<double>(n), {{"mode", ModeName(mode)}});
+      }
+    }
+    out.push_back(std::move(jobs));
+    MetricFamily iterations =
+        Family("tfdata_dispatcher_active_iterations", "Iterations (epochs of jobs) being read", MetricType::Gauge);
+    Add(&iterations, static_cast<double>(c.active_iterations));
+    out.push_back(std::move(iterations));
+    MetricFamily readers = Family("tfdata_dispatcher_readers", "Readers (clients) of an iteration", MetricType::Gauge);
+    Add(&readers, static_cast<double>(c.readers));
+    out.push_back(std::move(readers));
+    return out;
+  }
+
+ private:
+  const Dispatcher* d_;
+};
+
+class WorkerGauges final : public prometheus::Collectable {
+ public:
+  explicit WorkerGauges(const Worker* w) : w_(w) {}
+  std::vector<MetricFamily> Collect() const override {
+    const WorkerCounts c = w_->Counts();
+    std::vector<MetricFamily> out;
+    MetricFamily tasks = Family("tfdata_worker_tasks", "Tasks this worker runs", MetricType::Gauge);
+    Add(&tasks, static_cast<double>(c.tasks));
+    out.push_back(std::move(tasks));
+    MetricFamily calls =
+        Family("tfdata_worker_get_elements_total",
+               "GetElements calls answered with elements or the end (all data planes)", MetricType::Counter);
+    Add(&calls, static_cast<double>(c.get_elements_total));
+    out.push_back(std::move(calls));
+    MetricFamily elements =
+        Family("tfdata_worker_elements_served_total", "Elements served to readers", MetricType::Counter);
+    Add(&elements, static_cast<double>(c.elements_served_total));
+    out.push_back(std::move(elements));
+    MetricFamily bytes = Family("tfdata_worker_served_bytes_total",
+                                "Tensor bytes of the elements served (before compression)", MetricType::Counter);
+    Add(&bytes, static_cast<double>(c.bytes_served_total));
+    out.push_back(std::move(bytes));
+    return out;
+  }
+
+ private:
+  const Worker* w_;
+};
+
+}  // namespace
+
+std::string CodeName(int code) {
+  std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  for (char& ch : name) ch = ch == ' ' ? '_' : absl::ascii_toupper(ch);
+  return name.empty() ? "UNKNOWN" : name;
+}
+
+Metrics::Metrics(std::string role, std::shared_ptr<prometheus::Collectable> state)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      rpcs_(&prometheus::BuildCounter()
+                 .Name("tfdata_" + role + "_rpcs_total")
+                 .Help("RPCs answered, by method and status code")
+                 .Register(*registry_)),
+      state_(std::move(state)) {}
+
+std::unique_ptr<Metrics> Metrics::ForDispatcher(const Dispatcher* dispatcher) {
+  return std::unique_ptr<Metrics>(new Metrics("dispatcher", std::make_shared<DispatcherGauges>(dispatcher)));
+}
+
+std::unique_ptr<Metrics> Metrics::ForWorker(const Worker* worker) {
+  return std::unique_ptr<Metrics>(new Metrics("worker", std::make_shared<WorkerGauges>(worker)));
+}
+
+void Metrics::RecordRpc(std::string_view method, int code) {
+  rpcs_->Add({{"method", std::string(method)}, {"code", CodeName(code)}}).Increment();
+}
+
+std::string Metrics::Render() const {
+  std::vector<MetricFamily> families = state_->Collect();
+  for (MetricFamily& f : registry_->Collect()) families.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace tfdata::service

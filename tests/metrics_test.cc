@@ -1,0 +1,90 @@
+// lib/service/metrics: the text a scrape gets from a live in-process cluster's cores, and the HTTP
+// endpoint (a real socket on loopback: status line, content type, 404, a taken port).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include "lib/service/metrics/http_server.h"
+#include "lib/service/metrics/metrics.h"
+#include "tests/test_cluster.h"
+
+using namespace tfdata;
+using namespace tfdata::service;
+
+namespace {
+
+// GET `path` from 127.0.0.1:`port`: the whole response (HTTP/1.0, so the server closes).
+std::string Get(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buf[4096];
+  for (int i = 0; i < 10000; ++i) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    response.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return response;
+}
+
+}  // namespace
+
+TEST_CASE("metrics: a dispatcher's and a worker's counts after a read", "[metrics][cluster]") {
+  testing::TestCluster cluster(1);
+  const std::string id = cluster.Register("op { range { stop: 10 } }");
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  int n = 0;
+  for (; n < 100; ++n) {
+    Element e;
+    auto more = (*reader)->Next(&e);
+    REQUIRE(more.ok());
+    if (!*more) break;
+  }
+  CHECK(n == 10);
+  auto dispatcher = Metrics::ForDispatcher(&cluster.dispatcher());
+  dispatcher->RecordRpc("GetDataset", 5);
+  const std::string d = dispatcher->Render();
+  CHECK(d.find("tfdata_dispatcher_workers{state=\"alive\"} 1\n") != std::string::npos);
+  CHECK(d.find("tfdata_dispatcher_datasets 1\n") != std::string::npos);
+  CHECK(d.find("tfdata_dispatcher_jobs{mode=\"parallel_epochs\"} 1\n") != std::string::npos);
+  CHECK(d.find("tfdata_dispatcher_rpcs_total{code=\"NOT_FOUND\",method=\"GetDataset\"} 1\n") != std::string::npos);
+  CHECK(d.find("# TYPE tfdata_dispatcher_workers_removed_total counter") != std::string::npos);
+  const std::string w = Metrics::ForWorker(cluster.worker(0).worker())->Render();
+  CHECK(w.find("tfdata_worker_tasks 1\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_elements_served_total 10\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_served_bytes_total 80\n") != std::string::npos);
+  CHECK(CodeName(0) == "OK");
+  CHECK(CodeName(14) == "UNAVAILABLE");
+}
+
+TEST_CASE("metrics: the HTTP endpoint answers GET, 404 elsewhere, and a taken port is an error", "[metrics]") {
+  HttpServer server;
+  server.Handle("/metrics", [](std::string* content_type) {
+    *content_type = "text/plain; version=0.0.4";
+    return std::string("x 1\n");
+  });
+  REQUIRE(server.Start("127.0.0.1", 0).ok());
+  REQUIRE(server.port() > 0);
+  const std::string ok = Get(server.port(), "/metrics");
+  CHECK(ok.rfind("HTTP/1.", 0) == 0);
+  CHECK(ok.find(" 200 OK\r\n") != std::string::npos);
+  CHECK(ok.find("Content-Type: text/plain; version=0.0.4") != std::string::npos);
+  CHECK(ok.size() >= 4);
+  CHECK(ok.substr(ok.size() - 4) == "x 1\n");
+  CHECK(Get(server.port(), "/other").find(" 404 ") != std::string::npos);
+  HttpServer second;
+  const absl::Status taken = second.Start("127.0.0.1", server.port());
+  CHECK(absl::IsUnavailable(taken));
+  CHECK(taken.message().find("cannot listen on 127.0.0.1:" + std::to_string(server.port())) != std::string::npos);
+}
