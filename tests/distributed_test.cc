@@ -140,6 +140,12 @@ TEST_CASE("distributed_epoch: a worker dying mid-epoch loses its splits, never d
   CHECK(missing > 0);
   CHECK(static_cast<int64_t>(missing_splits.size()) <= (*reader)->splits_lost());
   CHECK((*reader)->splits_lost() <= kTargetSplits);
+  // The dispatcher's metrics (tfdata_dispatcher_splits_*_total) tell the same: every split handed
+  // out once, and the loss the reader was told.
+  REQUIRE(WaitFor([&] { return cluster.dispatcher().NumWorkers() == 2; }));  // removed at its time-out
+  const service::DispatcherCounts counts_now = cluster.dispatcher().Counts();
+  CHECK(counts_now.splits_assigned_total == kTargetSplits);
+  CHECK(counts_now.splits_lost_total == (*reader)->splits_lost());
 }
 
 TEST_CASE("distributed_epoch: an unsplittable pipeline fails at job creation naming the op", "[distributed][cluster]") {

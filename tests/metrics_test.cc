@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include "lib/service/common/latency_histogram.h"
 #include "lib/service/metrics/http_server.h"
 #include "lib/service/metrics/metrics.h"
 #include "tests/test_cluster.h"
@@ -87,4 +88,20 @@ TEST_CASE("metrics: the HTTP endpoint answers GET, 404 elsewhere, and a taken po
   const absl::Status taken = second.Start("127.0.0.1", server.port());
   CHECK(absl::IsUnavailable(taken));
   CHECK(taken.message().find("cannot listen on 127.0.0.1:" + std::to_string(server.port())) != std::string::npos);
+}
+
+TEST_CASE("metrics: a latency histogram counts into cumulative buckets", "[metrics]") {
+  LatencyHistogram h;
+  h.Record(absl::Microseconds(30));  // <= 50 µs
+  h.Record(absl::Microseconds(50));  // <= 50 µs (bounds are inclusive)
+  h.Record(absl::Milliseconds(3));   // <= 5 ms
+  h.Record(absl::Seconds(20));       // +Inf only
+  const LatencyHistogram::Snapshot s = h.Get();
+  REQUIRE(s.cumulative.size() == LatencyHistogram::kBounds.size());
+  CHECK(s.cumulative[0] == 2);
+  CHECK(s.cumulative[5] == 2);      // 2.5 ms
+  CHECK(s.cumulative[6] == 3);      // 5 ms
+  CHECK(s.cumulative.back() == 3);  // 10 s
+  CHECK(s.count == 4);
+  CHECK(s.sum_seconds == Approx(20.00308));
 }

@@ -106,3 +106,37 @@ def test_metrics_flags_errors(metrics_cluster):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(f"http://127.0.0.1:{metrics_cluster.dispatcher_metrics}/nothing", timeout=10)
     assert e.value.code == 404
+
+
+def test_journal_splits_and_latency_histograms(tmpdir_path):
+    d_file, w_file = os.path.join(tmpdir_path, "dm.port"), os.path.join(tmpdir_path, "wm.port")
+    c = ProcessCluster(tmpdir_path, dispatcher_args=["--metrics-port", "0", "--metrics-port-file", d_file,
+                                                     "--work-dir", os.path.join(tmpdir_path, "work"),
+                                                     "--fault-tolerant"],
+                       worker_args=["--metrics-port", "0", "--metrics-port-file", w_file])
+    try:
+        before = _scrape(_port(d_file))
+        assert before["tfdata_dispatcher_journal_appends_total"] >= 1  # the worker's registration
+        ds = tfdata.Pipeline.range(1000).apply(tfdata.distribute("distributed_epoch", c.target))
+        assert sorted(ds.as_numpy_iterator()) == list(range(1000))
+        d = _scrape(_port(d_file))
+        appends = d["tfdata_dispatcher_journal_appends_total"]
+        assert appends > before["tfdata_dispatcher_journal_appends_total"] + 2  # dataset, job, splits, ...
+        assert d["tfdata_dispatcher_journal_appended_bytes_total"] > 0
+        assert d["tfdata_dispatcher_journal_bytes"] >= d["tfdata_dispatcher_journal_appended_bytes_total"]
+        assert d["tfdata_dispatcher_journal_append_seconds_count"] == appends
+        assert d['tfdata_dispatcher_journal_append_seconds_bucket{le="+Inf"}'] == appends
+        assert d['tfdata_dispatcher_journal_append_seconds_bucket{le="10"}'] == appends
+        assert 0 < d["tfdata_dispatcher_journal_append_seconds_sum"] < 10 * appends
+        assert d["tfdata_dispatcher_splits_assigned_total"] >= 1
+        assert d["tfdata_dispatcher_splits_lost_total"] == 0
+        assert d['tfdata_dispatcher_jobs{mode="distributed_epoch"}'] == 1
+        w = _scrape(_port(w_file))
+        calls = w["tfdata_worker_get_elements_seconds_count"]
+        assert calls >= w["tfdata_worker_get_elements_total"] >= 1
+        assert w['tfdata_worker_get_elements_seconds_bucket{le="+Inf"}'] == calls
+        # Buckets are cumulative.
+        buckets = [v for k, v in w.items() if k.startswith("tfdata_worker_get_elements_seconds_bucket")]
+        assert buckets == sorted(buckets)
+    finally:
+        c.stop()

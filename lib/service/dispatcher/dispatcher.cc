@@ -98,12 +98,21 @@ absl::Status Dispatcher::ApplyLocked(const Update& update) {
   if (journal_ != nullptr) {
     // Journal first: a change that is not durable is not made (and the RPC fails). A record the
     // state then rejects is rejected the same way on replay, so the journal never disagrees.
+    const absl::Time start = absl::Now();
+    const uint64_t before = journal_->size();
     if (auto st = journal_->Append(update); !st.ok()) {
       spdlog::error("dispatcher: {}", st.ToString());
       return absl::Status(st.code(), absl::StrCat("dispatcher: the change could not be journaled: ", st.message()));
     }
+    journal_append_latency_.Record(absl::Now() - start);
+    journal_appends_total_.fetch_add(1, std::memory_order_relaxed);
+    journal_appended_bytes_total_.fetch_add(static_cast<int64_t>(journal_->size() - before), std::memory_order_relaxed);
   }
   absl::Status st = state_.Apply(update);
+  if (st.ok() && update.has_assign_splits()) {
+    splits_assigned_total_.fetch_add(update.assign_splits().count() + update.assign_splits().indices_size(),
+                                     std::memory_order_relaxed);
+  }
   if (!st.ok()) spdlog::error("dispatcher: rejected state update ({}): {}", update.ShortDebugString(), st.ToString());
   if (journal_ != nullptr && journal_->records_written() >= compact_at_) CompactLocked();
   return st;

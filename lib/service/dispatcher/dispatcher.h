@@ -32,6 +32,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "lib/pipeline/splits.h"
+#include "lib/service/common/latency_histogram.h"
 #include "lib/service/dispatcher/dispatcher_state.h"
 #include "lib/service/dispatcher/journal.h"
 #include "lib/service/dispatcher/split_receipts.h"
@@ -84,6 +85,15 @@ struct DispatcherCounts {
   int64_t readers = 0;                     // clients reading an iteration
   int64_t workers_lost_total = 0;          // removed after --worker-timeout
   int64_t workers_left_total = 0;          // removed on their leaving heartbeat (SIGTERM)
+  int64_t splits_assigned_total = 0;       // distributed_epoch splits handed to tasks
+  int64_t splits_lost_total = 0;           // held by a removed worker, not given out again
+  // Fault-tolerant dispatchers: records appended (synced), their bytes, the append+sync latency,
+  // and the journal file's size now (it shrinks when compacted).
+  int64_t journal_appends_total = 0;
+  int64_t journal_appended_bytes_total = 0;
+  LatencyHistogram::Snapshot journal_append_latency;
+  int64_t journal_bytes = 0;
+  bool fault_tolerant = false;
 };
 
 class Dispatcher {
@@ -226,6 +236,9 @@ class Dispatcher {
 
   const DispatcherConfig config_;
   std::atomic<int64_t> workers_lost_total_{0}, workers_left_total_{0};
+  std::atomic<int64_t> splits_assigned_total_{0}, splits_lost_total_{0};
+  std::atomic<int64_t> journal_appends_total_{0}, journal_appended_bytes_total_{0};
+  LatencyHistogram journal_append_latency_;
   mutable absl::Mutex mu_;
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> worker_last_seen_ ABSL_GUARDED_BY(mu_);

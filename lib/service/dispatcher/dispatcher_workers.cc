@@ -187,6 +187,13 @@ DispatcherCounts Dispatcher::Counts() const {
   c.readers = static_cast<int64_t>(state_.ClientIds().size());
   c.workers_lost_total = workers_lost_total_.load(std::memory_order_relaxed);
   c.workers_left_total = workers_left_total_.load(std::memory_order_relaxed);
+  c.splits_assigned_total = splits_assigned_total_.load(std::memory_order_relaxed);
+  c.splits_lost_total = splits_lost_total_.load(std::memory_order_relaxed);
+  c.journal_appends_total = journal_appends_total_.load(std::memory_order_relaxed);
+  c.journal_appended_bytes_total = journal_appended_bytes_total_.load(std::memory_order_relaxed);
+  c.journal_append_latency = journal_append_latency_.Get();
+  c.fault_tolerant = journal_ != nullptr;
+  c.journal_bytes = journal_ != nullptr ? static_cast<int64_t>(journal_->size()) : 0;
   return c;
 }
 
@@ -210,6 +217,7 @@ void Dispatcher::RemoveWorkerLocked(const std::string& worker, const std::string
     }
   }
   if (ApplyLocked(u).ok()) {
+    splits_lost_total_.fetch_add(lost, std::memory_order_relaxed);
     // The pooled splits wait until the readers have reported everything they got from the tasks.
     for (int64_t it : exactly_once) StartReissueBarrierLocked(it);
     spdlog::warn(

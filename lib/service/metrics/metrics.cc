@@ -1,5 +1,7 @@
 #include "lib/service/metrics/metrics.h"
 
+#include <limits>
+
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "lib/service/dispatcher/dispatcher.h"
@@ -30,6 +32,25 @@ void Add(MetricFamily* f, double value, std::vector<ClientMetric::Label> labels 
     m.gauge.value = value;
   }
   f->metric.push_back(std::move(m));
+}
+
+MetricFamily Histogram(std::string name, std::string help, const LatencyHistogram::Snapshot& h) {
+  MetricFamily f = Family(std::move(name), std::move(help), MetricType::Histogram);
+  ClientMetric m;
+  m.histogram.sample_count = h.count;
+  m.histogram.sample_sum = h.sum_seconds;
+  for (size_t i = 0; i < h.cumulative.size(); ++i) {
+    m.histogram.bucket.push_back({h.cumulative[i], LatencyHistogram::kBounds[i]});
+  }
+  m.histogram.bucket.push_back({h.count, std::numeric_limits<double>::infinity()});
+  f.metric.push_back(std::move(m));
+  return f;
+}
+
+MetricFamily One(std::string name, std::string help, MetricType type, double value) {
+  MetricFamily f = Family(std::move(name), std::move(help), type);
+  Add(&f, value);
+  return f;
 }
 
 std::string ModeName(ProcessingMode mode) {
@@ -77,6 +98,19 @@ class DispatcherGauges final : public prometheus::Collectable {
     MetricFamily readers = Family("tfdata_dispatcher_readers", "Readers (clients) of an iteration", MetricType::Gauge);
     Add(&readers, static_cast<double>(c.readers));
     out.push_back(std::move(readers));
+    out.push_back(One("tfdata_dispatcher_splits_assigned_total", "distributed_epoch splits handed to tasks",
+                      MetricType::Counter, static_cast<double>(c.splits_assigned_total)));
+    out.push_back(One("tfdata_dispatcher_splits_lost_total",
+                      "distributed_epoch splits a removed worker held and that were not given out again",
+                      MetricType::Counter, static_cast<double>(c.splits_lost_total)));
+    out.push_back(One("tfdata_dispatcher_journal_appends_total", "Journal records appended and synced",
+                      MetricType::Counter, static_cast<double>(c.journal_appends_total)));
+    out.push_back(One("tfdata_dispatcher_journal_appended_bytes_total", "Bytes appended to the journal",
+                      MetricType::Counter, static_cast<double>(c.journal_appended_bytes_total)));
+    out.push_back(One("tfdata_dispatcher_journal_bytes", "The journal file's size now (compaction shrinks it)",
+                      MetricType::Gauge, static_cast<double>(c.journal_bytes)));
+    out.push_back(Histogram("tfdata_dispatcher_journal_append_seconds", "Time to append and sync one journal record",
+                            c.journal_append_latency));
     return out;
   }
 
@@ -106,6 +140,9 @@ class WorkerGauges final : public prometheus::Collectable {
                                 "Tensor bytes of the elements served (before compression)", MetricType::Counter);
     Add(&bytes, static_cast<double>(c.bytes_served_total));
     out.push_back(std::move(bytes));
+    out.push_back(Histogram("tfdata_worker_get_elements_seconds",
+                            "Time a GetElements call took in the worker, waiting for elements included",
+                            c.get_elements_latency));
     return out;
   }
 

@@ -99,7 +99,9 @@ absl::StatusOr<std::shared_ptr<Task>> Worker::FindTask(int64_t task_id) const {
 
 absl::StatusOr<GetElementsResult> Worker::GetElements(const GetElementsRequest& req, bool remote_peer) {
   TFD_ASSIGN_OR_RETURN(auto task, FindTask(req.task_id()));
+  const absl::Time start = absl::Now();
   absl::StatusOr<GetElementsResult> result = task->Get(req, remote_peer);
+  get_elements_latency_.Record(absl::Now() - start);
   if (result.ok()) {
     int64_t bytes = 0;
     for (const Element& e : result->elements) bytes += static_cast<int64_t>(ElementByteSize(e));
@@ -119,6 +121,7 @@ WorkerCounts Worker::Counts() const {
   c.get_elements_total = get_elements_total_.load(std::memory_order_relaxed);
   c.elements_served_total = elements_served_total_.load(std::memory_order_relaxed);
   c.bytes_served_total = bytes_served_total_.load(std::memory_order_relaxed);
+  c.get_elements_latency = get_elements_latency_.Get();
   return c;
 }
 

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "lib/service/common/data_transfer.h"
 #include "lib/service/common/dispatcher_client.h"
+#include "lib/service/common/latency_histogram.h"
 #include "lib/service/common/local_workers.h"
 #include "lib/service/worker/worker_config.h"
 
@@ -39,7 +40,8 @@ struct WorkerCounts {
   int64_t tasks = 0;
   int64_t get_elements_total = 0;  // calls that returned elements or the end
   int64_t elements_served_total = 0;
-  int64_t bytes_served_total = 0;  // the elements' tensor bytes, before compression
+  int64_t bytes_served_total = 0;                   // the elements' tensor bytes, before compression
+  LatencyHistogram::Snapshot get_elements_latency;  // every call, waiting for elements included
 };
 
 class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint {
@@ -94,6 +96,7 @@ class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint
 
   std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> get_elements_total_{0}, elements_served_total_{0}, bytes_served_total_{0};
+  LatencyHistogram get_elements_latency_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;
   absl::Time last_busy_ ABSL_GUARDED_BY(mu_) = absl::Now();
