@@ -20,20 +20,10 @@ import tfdata
 from tfdata import fn
 from tfdata.torch import IterableDataset
 
-NUM_CLASSES = 4
+# The same synthetic data as train_torch.py: JPEGs whose colour is the label.
+from train_torch import NUM_CLASSES, write_images  # noqa: E402 (this directory is on sys.path)
+
 MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "augment.py")
-
-
-def write_images(directory, records, files=4, size=32, seed=0):
-    rng = np.random.default_rng(seed)
-    for f in range(files):
-        examples = []
-        for _ in range(records // files):
-            label = int(rng.integers(NUM_CLASSES))
-            image = rng.integers(0, 40, (size, size, 3)).astype(np.uint8)
-            image[:, :, label % 3] += 150 if label < 3 else 0  # class 3: dark
-            examples.append(tfdata.io.example(image=tfdata.io.encode_jpeg(image), label=label))
-        tfdata.io.write_tfrecord(os.path.join(directory, f"train-{f}.tfrecord"), examples)
 
 
 def main():

@@ -93,7 +93,6 @@ struct DispatcherCounts {
   int64_t journal_appended_bytes_total = 0;
   LatencyHistogram::Snapshot journal_append_latency;
   int64_t journal_bytes = 0;
-  bool fault_tolerant = false;
 };
 
 class Dispatcher {

@@ -192,7 +192,6 @@ DispatcherCounts Dispatcher::Counts() const {
   c.journal_appends_total = journal_appends_total_.load(std::memory_order_relaxed);
   c.journal_appended_bytes_total = journal_appended_bytes_total_.load(std::memory_order_relaxed);
   c.journal_append_latency = journal_append_latency_.Get();
-  c.fault_tolerant = journal_ != nullptr;
   c.journal_bytes = journal_ != nullptr ? static_cast<int64_t>(journal_->size()) : 0;
   return c;
 }

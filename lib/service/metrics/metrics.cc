@@ -77,9 +77,8 @@ class DispatcherGauges final : public prometheus::Collectable {
     Add(&removed, static_cast<double>(c.workers_lost_total), {{"reason", "lost"}});
     Add(&removed, static_cast<double>(c.workers_left_total), {{"reason", "left"}});
     out.push_back(std::move(removed));
-    MetricFamily datasets = Family("tfdata_dispatcher_datasets", "Datasets registered", MetricType::Gauge);
-    Add(&datasets, static_cast<double>(c.datasets));
-    out.push_back(std::move(datasets));
+    out.push_back(
+        One("tfdata_dispatcher_datasets", "Datasets registered", MetricType::Gauge, static_cast<double>(c.datasets)));
     MetricFamily jobs = Family("tfdata_dispatcher_jobs", "Jobs known, by processing mode", MetricType::Gauge);
     for (ProcessingMode mode : {PARALLEL_EPOCHS, DISTRIBUTED_EPOCH}) {
       auto it = c.jobs.find(mode);
@@ -91,13 +90,10 @@ class DispatcherGauges final : public prometheus::Collectable {
       }
     }
     out.push_back(std::move(jobs));
-    MetricFamily iterations =
-        Family("tfdata_dispatcher_active_iterations", "Iterations (epochs of jobs) being read", MetricType::Gauge);
-    Add(&iterations, static_cast<double>(c.active_iterations));
-    out.push_back(std::move(iterations));
-    MetricFamily readers = Family("tfdata_dispatcher_readers", "Readers (clients) of an iteration", MetricType::Gauge);
-    Add(&readers, static_cast<double>(c.readers));
-    out.push_back(std::move(readers));
+    out.push_back(One("tfdata_dispatcher_active_iterations", "Iterations (epochs of jobs) being read",
+                      MetricType::Gauge, static_cast<double>(c.active_iterations)));
+    out.push_back(One("tfdata_dispatcher_readers", "Readers (clients) of an iteration", MetricType::Gauge,
+                      static_cast<double>(c.readers)));
     out.push_back(One("tfdata_dispatcher_splits_assigned_total", "distributed_epoch splits handed to tasks",
                       MetricType::Counter, static_cast<double>(c.splits_assigned_total)));
     out.push_back(One("tfdata_dispatcher_splits_lost_total",
@@ -124,22 +120,15 @@ class WorkerGauges final : public prometheus::Collectable {
   std::vector<MetricFamily> Collect() const override {
     const WorkerCounts c = w_->Counts();
     std::vector<MetricFamily> out;
-    MetricFamily tasks = Family("tfdata_worker_tasks", "Tasks this worker runs", MetricType::Gauge);
-    Add(&tasks, static_cast<double>(c.tasks));
-    out.push_back(std::move(tasks));
-    MetricFamily calls =
-        Family("tfdata_worker_get_elements_total",
-               "GetElements calls answered with elements or the end (all data planes)", MetricType::Counter);
-    Add(&calls, static_cast<double>(c.get_elements_total));
-    out.push_back(std::move(calls));
-    MetricFamily elements =
-        Family("tfdata_worker_elements_served_total", "Elements served to readers", MetricType::Counter);
-    Add(&elements, static_cast<double>(c.elements_served_total));
-    out.push_back(std::move(elements));
-    MetricFamily bytes = Family("tfdata_worker_served_bytes_total",
-                                "Tensor bytes of the elements served (before compression)", MetricType::Counter);
-    Add(&bytes, static_cast<double>(c.bytes_served_total));
-    out.push_back(std::move(bytes));
+    out.push_back(
+        One("tfdata_worker_tasks", "Tasks this worker runs", MetricType::Gauge, static_cast<double>(c.tasks)));
+    out.push_back(One("tfdata_worker_get_elements_total",
+                      "GetElements calls answered with elements or the end (all data planes)", MetricType::Counter,
+                      static_cast<double>(c.get_elements_total)));
+    out.push_back(One("tfdata_worker_elements_served_total", "Elements served to readers", MetricType::Counter,
+                      static_cast<double>(c.elements_served_total)));
+    out.push_back(One("tfdata_worker_served_bytes_total", "Tensor bytes of the elements served (before compression)",
+                      MetricType::Counter, static_cast<double>(c.bytes_served_total)));
     out.push_back(Histogram("tfdata_worker_get_elements_seconds",
                             "Time a GetElements call took in the worker, waiting for elements included",
                             c.get_elements_latency));
