@@ -14,7 +14,7 @@ need=()
 for m in numpy pytest nanobind scikit_build_core; do
   .venv/bin/python -c "import $m" 2>/dev/null || need+=("${m//_/-}")
 done
-for pair in grpc:grpcio grpc_health:grpcio-health-checking grpc_reflection:grpcio-reflection; do
+for pair in grpc:grpcio grpc_health:grpcio-health-checking grpc_reflection:grpcio-reflection kubernetes_validate:kubernetes-validate; do
   .venv/bin/python -c "import ${pair%%:*}" 2>/dev/null || need+=("${pair#*:}")
 done
 if ((${#need[@]})); then
