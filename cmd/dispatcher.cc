@@ -80,7 +80,7 @@ int RunDispatcher(const DispatcherFlags& f) {
   auto metrics = service::Metrics::ForDispatcher(&server.dispatcher());
   server.set_rpc_observer([m = metrics.get()](std::string_view method, int code) { m->RecordRpc(method, code); });
   // Metrics first: a taken port is a usage error before the dispatcher replays anything.
-  auto metrics_server = StartMetrics(f.metrics, f.host, metrics.get());
+  auto metrics_server = StartMetrics(f.metrics, f.host, metrics.get(), &server.dispatcher());
   if (!metrics_server.ok()) return Fail(metrics_server.status(), kExitUsage);
   if (auto st = server.Start(f.host, f.port); !st.ok()) return Fail(st, kExitRuntimeError);
   // The line first: a test that waits for the port file then reads stdout must find it there.

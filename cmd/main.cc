@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   AddWorkerCommand(app, &action);
   AddRegisterCommand(app, &action);
   AddReadCommand(app, &action);
+  AddStatusCommand(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

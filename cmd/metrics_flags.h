@@ -19,7 +19,9 @@ struct MetricsFlags {
 
 void AddMetricsFlags(CLI::App* sub, MetricsFlags* flags);
 // Serves `metrics` when --metrics-port was given (nullptr otherwise); writes --metrics-port-file.
+// With a `dispatcher`, also its status page at / and /status.json (lib/service/metrics/status_page.h).
 absl::StatusOr<std::unique_ptr<service::HttpServer>> StartMetrics(const MetricsFlags& flags, const std::string& host,
-                                                                  const service::Metrics* metrics);
+                                                                  const service::Metrics* metrics,
+                                                                  const service::Dispatcher* dispatcher = nullptr);
 
 }  // namespace tfdata::cmd

@@ -15,5 +15,6 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action);
 void AddRegisterCommand(CLI::App& app, std::function<int()>* action);
 void AddReadCommand(CLI::App& app, std::function<int()>* action);
 void AddLocalCommand(CLI::App& app, std::function<int()>* action);
+void AddStatusCommand(CLI::App& app, std::function<int()>* action);
 
 }  // namespace tfdata::cmd

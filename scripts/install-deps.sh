@@ -16,6 +16,10 @@ PACKAGES=(
 if [[ "${TFDATA_WITH_CLANG:-0}" == 1 ]]; then
   PACKAGES+=(clang libclang-rt-14-dev)
 fi
+# The status page's test loads it in a real browser (scripts/test.sh asks for it).
+if [[ "${TFDATA_WITH_BROWSER:-0}" == 1 ]]; then
+  PACKAGES+=(chromium)
+fi
 # The benchmarks under bench/ compare against raw loopback TCP (iperf3).
 if [[ "${TFDATA_WITH_BENCH:-0}" == 1 ]]; then
   PACKAGES+=(iperf3)

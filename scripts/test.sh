@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/check-layering.sh   # lib/service's roles include each other only the allowed way; only grpc/ includes gRPC
-scripts/install-deps.sh
+TFDATA_WITH_BROWSER=1 scripts/install-deps.sh  # chromium: tests/python/test_status.py loads the status page
 scripts/check-format.sh     # clang-format (.clang-format) would change no file
 scripts/python-env.sh
 scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python"

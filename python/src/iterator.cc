@@ -3,6 +3,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <algorithm>
 
 #include "absl/strings/escaping.h"
 #include "python/src/status.h"
@@ -98,13 +99,18 @@ void ElementIterator::LoadStateDict(nb::handle state) {
   RaiseIfError(st);
   closed_ = ended_ = false;
   elements_ = bytes_ = 0;
+  waited_ = absl::ZeroDuration();
+  started_ = absl::Now();
 }
 
 nb::dict ElementIterator::Stats() const {
   nb::dict d;
   d["elements"] = elements_;
   d["bytes"] = bytes_;
-  d["wait_seconds"] = absl::ToDoubleSeconds(waited_);
+  const double wait = absl::ToDoubleSeconds(waited_), elapsed = absl::ToDoubleSeconds(absl::Now() - started_);
+  d["wait_seconds"] = wait;
+  d["elapsed_seconds"] = elapsed;
+  d["stall_fraction"] = elapsed > 0 ? std::min(1.0, wait / elapsed) : 0.0;
   for (const auto& [name, value] : source_->Stats()) d[nb::str(name.c_str())] = value;
   nb::list dropped;
   for (const std::string& w : source_->dropped_workers()) dropped.append(nb::str(w.c_str()));
@@ -118,7 +124,9 @@ void BindIterator(nb::module_& m) {
       .def("__next__", &ElementIterator::Next)
       .def("close", &ElementIterator::Close, "Stops reading and releases the job at the dispatcher. Idempotent.")
       .def("stats", &ElementIterator::Stats,
-           "Counters: elements, bytes, wait_seconds (time __next__ waited with nothing ready), and the "
+           "Counters: elements, bytes, wait_seconds (time __next__ waited with nothing ready), elapsed_seconds "
+           "(since the iterator was made or restarted), stall_fraction (wait over elapsed: the share of the "
+           "trainer's time spent waiting for input), and the "
            "reader's own (tasks_dropped, splits_lost, elements_skipped, rounds_substituted), and "
            "dropped_workers (the workers of the dropped tasks).")
       .def_prop_ro("warning", &ElementIterator::warning)

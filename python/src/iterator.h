@@ -82,7 +82,8 @@ class ElementIterator {
   bool ended_ = false;
   int64_t elements_ = 0;
   int64_t bytes_ = 0;
-  absl::Duration waited_;  // in Next() with nothing ready, GIL released
+  absl::Duration waited_;             // in Next() with nothing ready, GIL released
+  absl::Time started_ = absl::Now();  // the stall fraction is waited_ over the time since
 };
 
 void BindIterator(nanobind::module_& m);

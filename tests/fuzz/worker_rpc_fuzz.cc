@@ -102,6 +102,7 @@ class FakeDispatcher final : public DispatcherClient {
   absl::Status GetOrCreateJob(const GetOrCreateJobRequest&, GetOrCreateJobResponse*) override { return Unused(); }
   absl::Status ClientHeartbeat(const ClientHeartbeatRequest&, ClientHeartbeatResponse*) override { return Unused(); }
   absl::Status ReleaseClient(const ReleaseClientRequest&, ReleaseClientResponse*) override { return Unused(); }
+  absl::Status GetStatus(const GetStatusRequest&, DispatcherStatus*) override { return Unused(); }
 
  private:
   static absl::Status Unused() { return absl::UnimplementedError("not a worker's call"); }

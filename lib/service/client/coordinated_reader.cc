@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/status_macros.h"
+#include "lib/core/tensor.h"
 #include "lib/service/common/names.h"
 #include "spdlog/spdlog.h"
 
@@ -53,6 +54,7 @@ absl::Status CoordinatedReader::HeartbeatOnce() {
     absl::MutexLock lock(&mu_);
     req.set_current_round(next_issue_);
     req.set_round_limit(round_limit_);
+    *req.mutable_stats() = StatsLocked();
     // Ask for a lease of about four heartbeats of rounds at the current pace.
     req.set_round_window(std::max<int64_t>(16, 4 * (next_issue_ - issued_at_last_heartbeat_)));
     issued_at_last_heartbeat_ = next_issue_;
@@ -187,13 +189,18 @@ absl::StatusOr<std::optional<bool>> CoordinatedReader::NextWithin(Element* out, 
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return fetched_.contains(next_deliver_) || !error_.ok() || closed_;
   };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return std::nullopt;
+  const bool must_wait = !ready();
+  const absl::Time wait_start = must_wait ? absl::Now() : absl::InfinitePast();
+  const bool came = mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  if (must_wait) CountWaitLocked(absl::Now() - wait_start);
+  if (!came) return std::nullopt;
   auto it = fetched_.find(next_deliver_);
   if (it == fetched_.end()) {
     TFD_RETURN_IF_ERROR(error_);
     return false;
   }
   *out = std::move(it->second.element);
+  CountHandedOutLocked(static_cast<int64_t>(ElementByteSize(*out)));
   if (info != nullptr) *info = std::move(it->second.info);
   fetched_.erase(it);
   ++next_deliver_;

@@ -54,6 +54,7 @@ struct RoundInfo {
 
 class CoordinatedReader : private JobMembership {
  public:
+  using JobMembership::Stats;  // elements, bytes, time waiting in Next(): see job_membership.h
   // Joins the job (creating it on first use) and starts fetching. InvalidArgument for a missing
   // job name, a consumer index outside [0, num_consumers), or a finite pipeline.
   static absl::StatusOr<std::unique_ptr<CoordinatedReader>> Create(CoordinatedReadOptions options,

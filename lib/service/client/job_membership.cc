@@ -1,5 +1,6 @@
 #include "lib/service/client/job_membership.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "lib/core/status_macros.h"
@@ -8,6 +9,24 @@
 namespace tfdata::service {
 
 bool IsTransportError(const absl::Status& st) { return absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st); }
+
+double StallFraction(const ReaderStats& stats) {
+  return stats.elapsed_seconds() > 0 ? std::min(1.0, stats.wait_seconds() / stats.elapsed_seconds()) : 0.0;
+}
+
+ReaderStats JobMembership::Stats() const {
+  absl::MutexLock lock(&mu_);
+  return StatsLocked();
+}
+
+ReaderStats JobMembership::StatsLocked() const {
+  ReaderStats s;
+  s.set_elements(stats_.elements);
+  s.set_bytes(stats_.bytes);
+  s.set_wait_seconds(absl::ToDoubleSeconds(stats_.wait));
+  s.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  return s;
+}
 
 JobMembership::JobMembership(std::unique_ptr<DispatcherClient> dispatcher, absl::Duration heartbeat_interval,
                              std::string heartbeat_failed)

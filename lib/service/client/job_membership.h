@@ -27,6 +27,9 @@
 
 namespace tfdata::service {
 
+// The share of the consumer's time spent waiting in Next() (0 before any time has passed).
+double StallFraction(const ReaderStats& stats);
+
 // A fetch that failed for the transport (the worker unreachable, or too slow), not for the data.
 bool IsTransportError(const absl::Status& st);
 
@@ -34,6 +37,11 @@ class JobMembership {
  public:
   JobMembership(const JobMembership&) = delete;
   JobMembership& operator=(const JobMembership&) = delete;
+
+  // What the reader's consumer has taken since the reader was made: elements and bytes Next()
+  // returned, the time Next() spent waiting for them and the time elapsed (StallFraction). Sent
+  // with every heartbeat, for the dispatcher's status and worker estimate. Thread-safe.
+  ReaderStats Stats() const;
 
  protected:
   // `heartbeat_failed` begins the warning logged when heartbeats start failing.
@@ -56,6 +64,15 @@ class JobMembership {
   // Whether the read has ended: the heartbeat thread stops then too.
   virtual bool DoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return false; }
 
+  // Next() counts what it hands out and the time it waits for it (only when it has to wait, so
+  // that a full buffer costs no clock reads).
+  void CountHandedOutLocked(int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++stats_.elements;
+    stats_.bytes += bytes;
+  }
+  void CountWaitLocked(absl::Duration waited) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { stats_.wait += waited; }
+  ReaderStats StatsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const std::unique_ptr<DispatcherClient> dispatcher_;
   int64_t client_id_ = 0;  // set by Join(), before any thread starts
 
@@ -71,6 +88,12 @@ class JobMembership {
  private:
   void HeartbeatLoop();
 
+  struct Consumed {
+    int64_t elements = 0, bytes = 0;
+    absl::Duration wait;
+  };
+  Consumed stats_ ABSL_GUARDED_BY(mu_);
+  const absl::Time started_ = absl::Now();
   const absl::Duration heartbeat_interval_;
   const std::string heartbeat_failed_;
   std::vector<std::thread> threads_;

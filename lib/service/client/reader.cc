@@ -152,6 +152,7 @@ absl::Status Reader::HeartbeatOnce() {
     absl::MutexLock lock(&mu_);
     for (const std::string& w : unreported_) req.add_unreachable_workers(w);
     unreported_.clear();
+    *req.mutable_stats() = StatsLocked();
     if (options_.exactly_once) {
       // Built under the same lock as the in-flight list: every answer not listed there is in the
       // receipts.
@@ -443,7 +444,11 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
   };
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
-    if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) return std::nullopt;
+    const bool must_wait = !ready();
+    const absl::Time wait_start = must_wait ? absl::Now() : absl::InfinitePast();
+    const bool came = mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+    if (must_wait) CountWaitLocked(absl::Now() - wait_start);
+    if (!came) return std::nullopt;
     const bool was_full = FullLocked();
     if (options_.deterministic && ready_.empty() && DoneLocked()) ReleaseInOrderLocked();
     TakeMarkersLocked();
@@ -459,6 +464,7 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     if (front.epoch >= 0) progress_.Handed(front.epoch, front.split, front.seq);
     if (front.shard >= 0) shard_progress_.Handed(front.shard, front.seq);
     ready_bytes_ -= front.bytes;
+    CountHandedOutLocked(front.bytes);
     ready_.pop_front();
     ++elements_delivered_;
     // A split whose last element this was is handed out in full now, not at the next call.

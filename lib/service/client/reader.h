@@ -91,6 +91,7 @@ bool TaskTargeted(const TaskInfo& task, TargetWorkers resolved, const std::strin
 
 class Reader : private JobMembership {
  public:
+  using JobMembership::Stats;  // elements, bytes, time waiting in Next(): see job_membership.h
   // Joins the job (one dispatcher call, bounded by the client's deadline) and starts fetching.
   static absl::StatusOr<std::unique_ptr<Reader>> Create(ReaderOptions options,
                                                         std::unique_ptr<DispatcherClient> dispatcher);

@@ -21,6 +21,7 @@ class DispatcherClient {
   virtual absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp) = 0;
   virtual absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp) = 0;
   virtual absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) = 0;
+  virtual absl::Status GetStatus(const GetStatusRequest& req, DispatcherStatus* resp) = 0;
 };
 
 // A reader's last call: releases its client at the dispatcher. A failure only logs (at debug):

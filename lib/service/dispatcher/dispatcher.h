@@ -12,7 +12,8 @@
 // time-outs), dispatcher_jobs.cc (GetOrCreateJob, ClientHeartbeat, ReleaseClient),
 // dispatcher_workers.cc (WorkerHeartbeat: tasks, leaving, suspicion, lost workers),
 // dispatcher_splits.cc (GetSplits), dispatcher_rounds.cc (coordinated reads' leases),
-// dispatcher_exactly_once.cc (exactly-once jobs: readers' receipts, re-issue barriers). The state
+// dispatcher_exactly_once.cc (exactly-once jobs: readers' receipts, re-issue barriers),
+// dispatcher_status.cc (GetStatus: the operator's view, read-only). The state
 // each changes: dispatcher_state.cc (dispatcher_state_splits.cc for the split records), one Apply
 // case per journal record.
 #pragma once
@@ -36,6 +37,7 @@
 #include "lib/service/dispatcher/dispatcher_state.h"
 #include "lib/service/dispatcher/journal.h"
 #include "lib/service/dispatcher/split_receipts.h"
+#include "lib/service/dispatcher/totals_window.h"
 #include "proto/service.pb.h"
 
 namespace tfdata::service {
@@ -118,6 +120,10 @@ class Dispatcher {
   absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp);
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp);
   absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp);
+  // The operator's view (dispatcher_status.cc): workers, datasets, live jobs with their rates,
+  // stall and worker estimate, the journal. The one source of /, /status.json, `tfdata status`
+  // and the per-job metrics.
+  absl::Status GetStatus(const GetStatusRequest& req, DispatcherStatus* resp) const;
   // GetSplits hands out at most this many splits per request, whatever max_splits asks (workers
   // ask for up to 16): a request for 2^31 splits of a huge range would hold the lock while
   // building an answer that does not fit in memory.
@@ -242,6 +248,11 @@ class Dispatcher {
   DispatcherState state_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, absl::Time> worker_last_seen_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::Time> client_last_seen_ ABSL_GUARDED_BY(mu_);
+  // What workers served and readers consumed lately, from their heartbeats' totals (soft state:
+  // the status's rates and the worker estimate). Workers: elements, bytes; readers: ReaderStats'
+  // elements, bytes, wait and elapsed seconds.
+  std::map<std::string, TotalsWindow> worker_traffic_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, TotalsWindow> client_traffic_ ABSL_GUARDED_BY(mu_);
   // Readers' reports of a worker they could not reach, since its last heartbeat (soft state:
   // suspicion only keeps new iterations off a worker that is probably dead).
   std::map<std::string, int> unreachable_reports_ ABSL_GUARDED_BY(mu_);
@@ -263,6 +274,7 @@ class Dispatcher {
   int64_t compact_at_ ABSL_GUARDED_BY(mu_) = 0;  // records_written() that triggers compaction
   absl::Time last_active_ ABSL_GUARDED_BY(mu_) = absl::Now();
   const uint64_t incarnation_id_;
+  const absl::Time started_ = absl::Now();
 
   absl::Notification stop_;
   std::thread timeout_thread_;

@@ -275,6 +275,12 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
                                             " (released after --client-timeout, or the dispatcher restarted)"));
   }
   client_last_seen_[req.client_id()] = absl::Now();
+  if (req.has_stats()) {
+    const ReaderStats& s = req.stats();
+    client_traffic_[req.client_id()].Add(
+        absl::Now(),
+        {static_cast<double>(s.elements()), static_cast<double>(s.bytes()), s.wait_seconds(), s.elapsed_seconds()});
+  }
   for (const std::string& w : req.unreachable_workers()) {
     if (!state_.WorkerKnown(w)) continue;
     if (++unreachable_reports_[w] == kSuspectAfterReports) {
@@ -328,6 +334,7 @@ absl::Status Dispatcher::ReleaseClientLocked(int64_t client_id, absl::Time now) 
   TFD_RETURN_IF_ERROR(ApplyLocked(u));
   client_last_seen_.erase(client_id);
   client_rounds_.erase(client_id);
+  client_traffic_.erase(client_id);
   receipts_.ClientGone(iteration_id, client_id);
   spdlog::info("dispatcher: {} left {}", ClientName(client_id), IterationName(iteration_id));
   if (state_.FindIteration(iteration_id)->clients.empty()) iteration_unclaimed_since_[iteration_id] = now;

@@ -417,6 +417,18 @@ std::optional<int64_t> DispatcherState::ClientIteration(int64_t client_id) const
 
 std::vector<std::string> DispatcherState::Workers() const { return {workers_.begin(), workers_.end()}; }
 
+std::vector<std::string> DispatcherState::DatasetIds() const {
+  std::vector<std::string> out;
+  for (const auto& [id, d] : datasets_) out.push_back(id);
+  return out;
+}
+
+std::vector<int64_t> DispatcherState::JobIds() const {
+  std::vector<int64_t> out;
+  for (const auto& [id, j] : jobs_) out.push_back(id);
+  return out;
+}
+
 std::vector<int64_t> DispatcherState::TasksOfWorker(const std::string& address) const {
   std::vector<int64_t> out;
   for (const auto& [id, t] : tasks_) {

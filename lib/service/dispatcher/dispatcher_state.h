@@ -128,6 +128,8 @@ class DispatcherState {
   bool WorkerKnown(const std::string& address) const { return workers_.contains(address); }
   std::vector<std::string> Workers() const;
   size_t NumDatasets() const { return datasets_.size(); }
+  std::vector<std::string> DatasetIds() const;
+  std::vector<int64_t> JobIds() const;
   // Every job, by mode.
   std::map<ProcessingMode, int64_t> JobsByMode() const {
     std::map<ProcessingMode, int64_t> out;

@@ -96,6 +96,8 @@ absl::Status Dispatcher::WorkerHeartbeat(const WorkerHeartbeatRequest& req, Work
                  tags.empty() ? "" : absl::StrCat(" (tags: ", absl::StrJoin(tags, ", "), ")"));
   }
   worker_last_seen_[worker] = absl::Now();
+  worker_traffic_[worker].Add(
+      absl::Now(), {static_cast<double>(req.elements_served()), static_cast<double>(req.bytes_served()), 0, 0});
   if (unreachable_reports_.erase(worker) > 0 && !req.leaving()) {
     spdlog::info("dispatcher: worker {} heartbeated: no longer suspected", worker);
   }
@@ -198,6 +200,7 @@ DispatcherCounts Dispatcher::Counts() const {
 
 void Dispatcher::RemoveWorkerLocked(const std::string& worker, const std::string& why) {
   worker_last_seen_.erase(worker);
+  worker_traffic_.erase(worker);
   unreachable_reports_.erase(worker);
   Update u;
   u.mutable_remove_worker()->set_worker_address(worker);

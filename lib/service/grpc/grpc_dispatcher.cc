@@ -32,6 +32,7 @@ TFD_ADAPT(ClientHeartbeat, ClientHeartbeatRequest, ClientHeartbeatResponse)
 TFD_ADAPT(ReleaseClient, ReleaseClientRequest, ReleaseClientResponse)
 TFD_ADAPT(WorkerHeartbeat, WorkerHeartbeatRequest, WorkerHeartbeatResponse)
 TFD_ADAPT(GetSplits, GetSplitsRequest, GetSplitsResponse)
+TFD_ADAPT(GetStatus, GetStatusRequest, DispatcherStatus)
 #undef TFD_ADAPT
 
 GrpcDispatcherClient::GrpcDispatcherClient(const std::string& address, absl::Duration timeout)

@@ -34,6 +34,7 @@ class GrpcDispatcherService final : public DispatcherService::Service {
   grpc::Status WorkerHeartbeat(grpc::ServerContext*, const WorkerHeartbeatRequest* req,
                                WorkerHeartbeatResponse* resp) override;
   grpc::Status GetSplits(grpc::ServerContext*, const GetSplitsRequest* req, GetSplitsResponse* resp) override;
+  grpc::Status GetStatus(grpc::ServerContext*, const GetStatusRequest* req, DispatcherStatus* resp) override;
 
   // While false (the dispatcher replays its journal), every call is UNAVAILABLE: callers retry.
   void set_serving(bool serving) { serving_.store(serving); }
@@ -64,6 +65,7 @@ class GrpcDispatcherClient final : public DispatcherClient {
   absl::Status ReleaseClient(const ReleaseClientRequest& req, ReleaseClientResponse* resp) override;
   absl::Status WorkerHeartbeat(const WorkerHeartbeatRequest& req, WorkerHeartbeatResponse* resp) override;
   absl::Status GetSplits(const GetSplitsRequest& req, GetSplitsResponse* resp) override;
+  absl::Status GetStatus(const GetStatusRequest& req, DispatcherStatus* resp) override;
 
  private:
   const std::string address_;

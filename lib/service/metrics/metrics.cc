@@ -107,10 +107,38 @@ class DispatcherGauges final : public prometheus::Collectable {
                       MetricType::Gauge, static_cast<double>(c.journal_bytes)));
     out.push_back(Histogram("tfdata_dispatcher_journal_append_seconds", "Time to append and sync one journal record",
                             c.journal_append_latency));
+    AddJobs(out);
     return out;
   }
 
  private:
+  // Per live job, from the same status as the status page (labels: the job's name, or its id for
+  // a job of its own; live jobs only, so the label set stays bounded).
+  void AddJobs(std::vector<MetricFamily>& out) const {
+    DispatcherStatus status;
+    if (!d_->GetStatus(GetStatusRequest(), &status).ok()) return;
+    MetricFamily recommended = Family("tfdata_job_workers_recommended",
+                                      "Workers that would make the job's readers stop waiting (the live worker "
+                                      "estimate; the current number when they do not wait)",
+                                      MetricType::Gauge);
+    MetricFamily workers =
+        Family("tfdata_job_workers", "Workers serving the job's current iteration", MetricType::Gauge);
+    MetricFamily stall =
+        Family("tfdata_job_stall_fraction",
+               "Share of the readers' time spent waiting in Next() for an element, last ~10 s", MetricType::Gauge);
+    MetricFamily rate = Family("tfdata_job_elements_per_second",
+                               "Elements the job's readers received per second, last ~10 s", MetricType::Gauge);
+    for (const JobStatus& j : status.jobs()) {
+      const std::vector<ClientMetric::Label> labels = {{"job", j.name().empty() ? std::to_string(j.id()) : j.name()},
+                                                       {"mode", j.mode()}};
+      Add(&recommended, j.workers_recommended(), labels);
+      Add(&workers, j.workers(), labels);
+      if (j.has_stall_fraction()) Add(&stall, j.stall_fraction(), labels);
+      Add(&rate, j.elements_per_second(), labels);
+    }
+    for (MetricFamily* f : {&recommended, &workers, &stall, &rate}) out.push_back(std::move(*f));
+  }
+
   const Dispatcher* d_;
 };
 

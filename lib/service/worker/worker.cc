@@ -157,6 +157,8 @@ absl::Status Worker::Heartbeat() {
   WorkerHeartbeatRequest req;
   req.set_worker_address(config_.worker_address);
   for (const std::string& t : config_.tags) req.add_worker_tags(t);
+  req.set_elements_served(elements_served_total_.load(std::memory_order_relaxed));
+  req.set_bytes_served(bytes_served_total_.load(std::memory_order_relaxed));
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, task] : tasks_) {
