@@ -11,6 +11,7 @@ PACKAGES=(
   libssl-dev openssl  # TLS: certificate checks (tfdata_grpc); the security tests make certificates
   prometheus-cpp-dev libcivetweb-dev  # metrics: the registry and text format; the HTTP server of --metrics-port
   python3 python3-dev python3-venv python3-pip
+  iproute2  # ip netns, veth, bridge, tc: the tests across network hosts (tests/python/netns_hosts.py)
 )
 # The optional checks (clang -Wthread-safety build, sanitizers, libFuzzer) also need clang.
 if [[ "${TFDATA_WITH_CLANG:-0}" == 1 ]]; then

@@ -4,7 +4,11 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
 #include <catch2/catch.hpp>
 
 #include "lib/service/common/host_util.h"
@@ -83,11 +87,21 @@ TEST_CASE("worker selection: which addresses are local", "[selection]") {
   CHECK(service::IsThisHost("[::1]:5000"));
   CHECK_FALSE(service::IsThisHost("192.0.2.7:5000"));  // TEST-NET-1: never a real host
   CHECK_FALSE(service::IsThisHost("worker-17.example.com:5000"));
-  CHECK(service::IsLoopbackPeer("ipv4:127.0.0.1:43210"));
-  CHECK(service::IsLoopbackPeer("ipv6:[::1]:43210"));
-  CHECK(service::IsLoopbackPeer("ipv6:%5B::1%5D:43210"));
-  CHECK(service::IsLoopbackPeer("unix:/tmp/socket"));
-  CHECK_FALSE(service::IsLoopbackPeer("ipv4:10.1.2.3:43210"));
+  CHECK(service::IsPeerOnThisHost("ipv4:127.0.0.1:43210"));
+  CHECK(service::IsPeerOnThisHost("ipv6:[::1]:43210"));
+  CHECK(service::IsPeerOnThisHost("ipv6:%5B::1%5D:43210"));
+  CHECK(service::IsPeerOnThisHost("unix:/tmp/socket"));
+  CHECK_FALSE(service::IsPeerOnThisHost("ipv4:192.0.2.7:43210"));
+  // A reader on this host that reached the worker at one of the host's own interface addresses.
+  ifaddrs* list = nullptr;
+  REQUIRE(getifaddrs(&list) == 0);
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    char buf[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof(buf));
+    CHECK(service::IsPeerOnThisHost(std::string("ipv4:") + buf + ":43210"));
+  }
+  freeifaddrs(list);
   service::TaskInfo remote;
   remote.set_worker_address("192.0.2.7:5000");
   remote.add_worker_tags("ssd");

@@ -58,16 +58,17 @@ const std::set<std::string>& LocalNames() {
 
 }  // namespace
 
-bool IsLoopbackPeer(std::string_view peer) {
+bool IsPeerOnThisHost(std::string_view peer) {
+  auto local = [](const std::string& host) { return IsLoopbackHost(host) || LocalNames().contains(host); };
   if (StartsWith(peer, "unix:")) return true;
-  if (StartsWith(peer, "ipv4:")) return IsLoopbackHost(HostOf(peer.substr(5)));
+  if (StartsWith(peer, "ipv4:")) return local(HostOf(peer.substr(5)));
   if (StartsWith(peer, "ipv6:")) {
     std::string rest(peer.substr(5));
     // Some gRPC versions percent-encode the brackets.
     for (auto [from, to] : {std::pair{"%5B", "["}, std::pair{"%5D", "]"}}) {
       for (size_t p; (p = rest.find(from)) != std::string::npos;) rest.replace(p, 3, to);
     }
-    return IsLoopbackHost(HostOf(rest));
+    return local(HostOf(rest));
   }
   return false;
 }

@@ -116,7 +116,7 @@ void GrpcWorkerService::Serve(Call* call) {
                                     call);
     return;
   }
-  auto result = worker_->GetElements(req, /*remote_peer=*/!IsLoopbackPeer(call->ctx.peer()));
+  auto result = worker_->GetElements(req, /*remote_peer=*/!IsPeerOnThisHost(call->ctx.peer()));
   if (!result.ok()) return call->responder.FinishWithError(ToGrpcStatus(result.status()), call);
   auto encoded = EncodeElements(*std::move(result));
   if (!encoded.ok()) return call->responder.FinishWithError(ToGrpcStatus(encoded.status()), call);

@@ -32,7 +32,11 @@ absl::StatusOr<std::optional<Split>> TaskSplitProvider::Next(int64_t epoch) {
            backoff = std::min(backoff * 2, absl::Seconds(1))) {
         resp.Clear();
         st = dispatcher_->GetSplits(req, &resp);
-        if (st.ok() || !absl::IsUnavailable(st) || absl::Now() >= give_up) break;
+        // A partition times calls out rather than refusing them: both are the dispatcher out of
+        // reach. A repeated request is safe: it says how many splits arrived, and the dispatcher
+        // repeats an answer that was lost.
+        const bool unreachable = absl::IsUnavailable(st) || absl::IsDeadlineExceeded(st);
+        if (st.ok() || !unreachable || absl::Now() >= give_up) break;
         cancelled_.WaitForNotificationWithTimeout(backoff);
       }
       if (cancelled_.HasBeenNotified()) return std::nullopt;
