@@ -119,6 +119,13 @@ TEST_CASE("cross-trainer cache: a slow trainer skips ahead, reports it, and the 
   CHECK(s.window_peak_bytes <= 2048);
   CHECK(s.window_peak_bytes > 1024);
   CHECK(s.window_bytes <= 2048);
+  // The worker's metrics say the same (it counts skips as it serves them: at least what the
+  // slow trainer has received).
+  const service::WorkerCounts counts = cluster.worker(0).worker()->Counts();
+  REQUIRE(counts.datasets.contains(ds));
+  CHECK(counts.datasets.at(ds).elements_skipped >= (*slow)->elements_skipped());
+  CHECK(counts.datasets.at(ds).window_bytes > 0);
+  CHECK(counts.datasets.at(ds).window_bytes <= 2048);
 }
 
 TEST_CASE("cross-trainer cache: errors", "[cross_trainer][cluster]") {

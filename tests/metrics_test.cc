@@ -63,10 +63,57 @@ TEST_CASE("metrics: a dispatcher's and a worker's counts after a read", "[metric
   CHECK(d.find("# TYPE tfdata_dispatcher_workers_removed_total counter") != std::string::npos);
   const std::string w = Metrics::ForWorker(cluster.worker(0).worker())->Render();
   CHECK(w.find("tfdata_worker_tasks 1\n") != std::string::npos);
-  CHECK(w.find("tfdata_worker_elements_served_total 10\n") != std::string::npos);
-  CHECK(w.find("tfdata_worker_served_bytes_total 80\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_elements_served_total{dataset=\"" + id + "\"} 10\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_served_bytes_total{dataset=\"" + id + "\"} 80\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_elements_produced_total{dataset=\"" + id + "\"} 10\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_produced_bytes_total{dataset=\"" + id + "\"} 80\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_buffered_elements{dataset=\"" + id + "\"} 0\n") != std::string::npos);
+  CHECK(w.find("tfdata_worker_produce_seconds_total{dataset=\"" + id + "\"} ") != std::string::npos);
   CHECK(CodeName(0) == "OK");
   CHECK(CodeName(14) == "UNAVAILABLE");
+}
+
+TEST_CASE("metrics: a worker's buffers, time per element and compression, by dataset", "[metrics][cluster]") {
+  testing::TestCluster cluster(1);
+  // 1 ms an element: the time per element must show it. Snappy: every response asks for it.
+  const std::string id = cluster.Register(
+      "op { range { stop: 100000 } } op { map { fn { sleep { micros: 1000 } } } } op { batch { batch_size: 4 } }", "",
+      COMPRESSION_SNAPPY);
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  for (int i = 0; i < 20; ++i) {
+    Element e;
+    auto more = (*reader)->Next(&e);
+    REQUIRE(more.ok());
+    REQUIRE(*more);
+  }
+  Worker* worker = cluster.worker(0).worker();
+  // The reader's buffer fills, then the task's: elements wait there, produced and not served.
+  WorkerCounts c;
+  for (int i = 0; i < 500; ++i) {
+    c = worker->Counts();
+    if (c.datasets[id].buffered_elements > 0) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const WorkerCounts::Dataset& d = c.datasets[id];
+  CHECK(d.tasks == 1);
+  CHECK(d.buffered_elements > 0);
+  CHECK(d.buffered_bytes == 32 * d.buffered_elements);  // 4 int64 scalars a batch
+  CHECK(d.elements_produced >= d.elements_served + d.buffered_elements);
+  CHECK(d.bytes_produced == 32 * d.elements_produced);
+  CHECK(d.elements_served >= 20);
+  // Four 1 ms sleeps a batch: at least 4 ms an element, and not wildly more.
+  const double per_element = d.produce_seconds / static_cast<double>(d.elements_produced);
+  CHECK(per_element >= 0.004);
+  CHECK(per_element < 0.1);
+  CHECK(c.responses_compressed_total + c.responses_left_plain_total >= 1);
+  CHECK(c.compression_input_bytes_total > 0);
+  CHECK(c.compression_output_bytes_total > 0);
+  const std::string w = Metrics::ForWorker(worker)->Render();
+  CHECK(w.find("tfdata_worker_buffered_elements{dataset=\"" + id + "\"} ") != std::string::npos);
+  CHECK(w.find("tfdata_worker_compression_input_bytes_total ") != std::string::npos);
+  CHECK(w.find("tfdata_worker_compression_responses_total{outcome=\"compressed\"} ") != std::string::npos);
+  CHECK(w.find("tfdata_worker_auto_compression_tasks{decision=\"compress\"} 0\n") != std::string::npos);
 }
 
 TEST_CASE("metrics: the HTTP endpoint answers GET, 404 elsewhere, and a taken port is an error", "[metrics]") {
@@ -84,6 +131,7 @@ TEST_CASE("metrics: the HTTP endpoint answers GET, 404 elsewhere, and a taken po
   CHECK(ok.size() >= 4);
   CHECK(ok.substr(ok.size() - 4) == "x 1\n");
   CHECK(Get(server.port(), "/other").find(" 404 ") != std::string::npos);
+  CHECK(Get(server.port(), "/metrics/more").find(" 404 ") != std::string::npos);
   HttpServer second;
   const absl::Status taken = second.Start("127.0.0.1", server.port());
   CHECK(absl::IsUnavailable(taken));

@@ -52,8 +52,9 @@ def metrics_cluster(tmpdir_path):
 
 def test_dispatcher_and_worker_metrics_after_a_read(metrics_cluster, tmpdir_path):
     c = metrics_cluster
+    # The worker registers with its first heartbeat, which may come after its port file.
+    assert _wait_for(lambda: _scrape(c.dispatcher_metrics)['tfdata_dispatcher_workers{state="alive"}'] == 1)
     d = _scrape(c.dispatcher_metrics)
-    assert d['tfdata_dispatcher_workers{state="alive"}'] == 1
     assert d['tfdata_dispatcher_workers{state="suspected"}'] == 0
     assert d["tfdata_dispatcher_datasets"] == 0 and d["tfdata_dispatcher_readers"] == 0
     assert d['tfdata_dispatcher_rpcs_total{code="OK",method="WorkerHeartbeat"}'] >= 1
@@ -72,8 +73,12 @@ def test_dispatcher_and_worker_metrics_after_a_read(metrics_cluster, tmpdir_path
     assert sum(1 for _ in it) == 99  # the rest
     w = _scrape(c.worker_metrics)
     assert w["tfdata_worker_tasks"] == 1
-    assert w["tfdata_worker_elements_served_total"] == 100
-    assert w["tfdata_worker_served_bytes_total"] == 800  # int64 scalars
+    assert w[f'tfdata_worker_elements_served_total{{dataset="{dataset_id}"}}'] == 100
+    assert w[f'tfdata_worker_served_bytes_total{{dataset="{dataset_id}"}}'] == 800  # int64 scalars
+    assert w[f'tfdata_worker_elements_produced_total{{dataset="{dataset_id}"}}'] == 100
+    assert w[f'tfdata_worker_produced_bytes_total{{dataset="{dataset_id}"}}'] == 800
+    assert w[f'tfdata_worker_buffered_elements{{dataset="{dataset_id}"}}'] == 0
+    assert w[f'tfdata_worker_produce_seconds_total{{dataset="{dataset_id}"}}'] > 0
     assert w["tfdata_worker_get_elements_total"] >= 1
 
     with pytest.raises(tfdata.NotFoundError):
@@ -115,8 +120,9 @@ def test_journal_splits_and_latency_histograms(tmpdir_path):
                                                      "--fault-tolerant"],
                        worker_args=["--metrics-port", "0", "--metrics-port-file", w_file])
     try:
+        # The worker's registration (its first heartbeat may come after its port file).
+        assert _wait_for(lambda: _scrape(_port(d_file))["tfdata_dispatcher_journal_appends_total"] >= 1)
         before = _scrape(_port(d_file))
-        assert before["tfdata_dispatcher_journal_appends_total"] >= 1  # the worker's registration
         ds = tfdata.Pipeline.range(1000).apply(tfdata.distribute("distributed_epoch", c.target))
         assert sorted(ds.as_numpy_iterator()) == list(range(1000))
         d = _scrape(_port(d_file))

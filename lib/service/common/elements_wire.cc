@@ -112,6 +112,7 @@ class PieceReader {
 absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   auto held = std::make_shared<Held>();
   held->result = std::move(result);
+  EncodedElements::Compression compression;
   if (held->result.compress) {
     // A response whose frames snappy cannot shrink by an eighth travels plain: decompressing would
     // cost the reader more than the bytes saved (forced snappy on random data halved throughput).
@@ -125,7 +126,9 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
       compressed_bytes += c.size();
       compressed.push_back(std::move(c));
     }
+    compression = {.tried = true, .plain_bytes = plain_bytes, .compressed_bytes = compressed_bytes};
     if (compressed_bytes <= plain_bytes - plain_bytes / 8) {
+      compression.sent_compressed = true;
       for (const std::string& c : compressed) {
         AppendTaggedVarint(held->writer, kCompressedTag, c.size());
         held->writer.AppendBytes(c.data(), c.size());
@@ -159,6 +162,7 @@ absl::StatusOr<EncodedElements> EncodeElements(GetElementsResult result) {
   out.ranges = held->writer.Ranges();
   out.size = held->writer.size();
   out.keep_alive = std::move(held);
+  out.compression = compression;
   return out;
 }
 

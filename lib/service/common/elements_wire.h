@@ -33,6 +33,12 @@ struct EncodedElements {
   std::vector<std::pair<const void*, size_t>> ranges;
   size_t size = 0;
   std::shared_ptr<const void> keep_alive;
+  // When the result asked for compression: the frames' plain bytes, what snappy made of them, and
+  // whether the response went compressed (it did not when snappy saved less than an eighth).
+  struct Compression {
+    bool tried = false, sent_compressed = false;
+    size_t plain_bytes = 0, compressed_bytes = 0;
+  } compression;
 };
 
 // Takes ownership of the elements (the ranges point into them). InvalidArgument for an element

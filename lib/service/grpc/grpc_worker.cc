@@ -120,6 +120,9 @@ void GrpcWorkerService::Serve(Call* call) {
   if (!result.ok()) return call->responder.FinishWithError(ToGrpcStatus(result.status()), call);
   auto encoded = EncodeElements(*std::move(result));
   if (!encoded.ok()) return call->responder.FinishWithError(ToGrpcStatus(encoded.status()), call);
+  if (const auto& c = encoded->compression; c.tried) {
+    worker_->CountCompression(c.sent_compressed, c.plain_bytes, c.compressed_bytes);
+  }
   std::vector<grpc::Slice> slices;
   slices.reserve(encoded->ranges.size());
   for (const auto& [data, size] : encoded->ranges) slices.push_back(ReferenceSlice(data, size, encoded->keep_alive));

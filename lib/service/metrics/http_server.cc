@@ -38,7 +38,10 @@ absl::Status HttpServer::Start(const std::string& host, int port) {
     return absl::UnavailableError(
         absl::StrCat("metrics: cannot listen on ", ports, " (", text[0] ? text : "port in use?", ")"));
   }
-  for (auto& [path, handler] : handlers_) mg_set_request_handler(ctx_, path.c_str(), &HttpServer::Serve, &handler);
+  // civetweb matches a handler's URI as a prefix; "$" anchors it, so "/" is not every path.
+  for (auto& [path, handler] : handlers_) {
+    mg_set_request_handler(ctx_, (path + "$").c_str(), &HttpServer::Serve, &handler);
+  }
   mg_server_port bound[4];
   const int n = mg_get_server_ports(ctx_, 4, bound);
   port_ = n > 0 ? bound[0].port : port;

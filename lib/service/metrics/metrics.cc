@@ -153,10 +153,63 @@ class WorkerGauges final : public prometheus::Collectable {
     out.push_back(One("tfdata_worker_get_elements_total",
                       "GetElements calls answered with elements or the end (all data planes)", MetricType::Counter,
                       static_cast<double>(c.get_elements_total)));
-    out.push_back(One("tfdata_worker_elements_served_total", "Elements served to readers", MetricType::Counter,
-                      static_cast<double>(c.elements_served_total)));
-    out.push_back(One("tfdata_worker_served_bytes_total", "Tensor bytes of the elements served (before compression)",
-                      MetricType::Counter, static_cast<double>(c.bytes_served_total)));
+    // By dataset (bounded by the datasets this worker ran tasks of).
+    MetricFamily produced = Family("tfdata_worker_elements_produced_total",
+                                   "Elements the pipelines produced into the tasks' buffers", MetricType::Counter);
+    MetricFamily produced_bytes =
+        Family("tfdata_worker_produced_bytes_total", "Tensor bytes of the elements produced", MetricType::Counter);
+    MetricFamily produce_seconds = Family("tfdata_worker_produce_seconds_total",
+                                          "Time the producers spent in the pipeline making them (not waiting for "
+                                          "buffer room); over elements produced, the time per element",
+                                          MetricType::Counter);
+    MetricFamily served = Family("tfdata_worker_elements_served_total", "Elements served to readers (all data planes)",
+                                 MetricType::Counter);
+    MetricFamily served_bytes = Family("tfdata_worker_served_bytes_total",
+                                       "Tensor bytes of the elements served (before compression)", MetricType::Counter);
+    MetricFamily buffered =
+        Family("tfdata_worker_buffered_elements", "Elements produced and not yet served, now", MetricType::Gauge);
+    MetricFamily buffered_bytes =
+        Family("tfdata_worker_buffered_bytes", "Tensor bytes of the buffered elements, now", MetricType::Gauge);
+    MetricFamily window = Family("tfdata_worker_cross_trainer_window_bytes",
+                                 "Bytes held in cross-trainer cache windows, now", MetricType::Gauge);
+    MetricFamily skipped =
+        Family("tfdata_worker_cross_trainer_skipped_elements_total",
+               "Elements trainers skipped because they had left a cross-trainer window", MetricType::Counter);
+    for (const auto& [dataset, d] : c.datasets) {
+      const std::vector<ClientMetric::Label> labels = {{"dataset", dataset}};
+      Add(&produced, static_cast<double>(d.elements_produced), labels);
+      Add(&produced_bytes, static_cast<double>(d.bytes_produced), labels);
+      Add(&produce_seconds, d.produce_seconds, labels);
+      Add(&served, static_cast<double>(d.elements_served), labels);
+      Add(&served_bytes, static_cast<double>(d.bytes_served), labels);
+      Add(&buffered, static_cast<double>(d.buffered_elements), labels);
+      Add(&buffered_bytes, static_cast<double>(d.buffered_bytes), labels);
+      Add(&window, static_cast<double>(d.window_bytes), labels);
+      Add(&skipped, static_cast<double>(d.elements_skipped), labels);
+    }
+    for (MetricFamily* f : {&produced, &produced_bytes, &produce_seconds, &served, &served_bytes, &buffered,
+                            &buffered_bytes, &window, &skipped}) {
+      out.push_back(std::move(*f));
+    }
+    MetricFamily decisions =
+        Family("tfdata_worker_auto_compression_tasks",
+               "compression auto tasks now, by the decision their measurement made", MetricType::Gauge);
+    Add(&decisions, static_cast<double>(c.auto_compressing_tasks), {{"decision", "compress"}});
+    Add(&decisions, static_cast<double>(c.auto_plain_tasks), {{"decision", "plain"}});
+    out.push_back(std::move(decisions));
+    MetricFamily responses = Family("tfdata_worker_compression_responses_total",
+                                    "Responses that asked for compression, by outcome: compressed, or plain "
+                                    "(snappy saved less than an eighth)",
+                                    MetricType::Counter);
+    Add(&responses, static_cast<double>(c.responses_compressed_total), {{"outcome", "compressed"}});
+    Add(&responses, static_cast<double>(c.responses_left_plain_total), {{"outcome", "plain"}});
+    out.push_back(std::move(responses));
+    out.push_back(One("tfdata_worker_compression_input_bytes_total",
+                      "Element frame bytes of those responses, before snappy", MetricType::Counter,
+                      static_cast<double>(c.compression_input_bytes_total)));
+    out.push_back(One("tfdata_worker_compression_output_bytes_total",
+                      "What snappy made of them (output over input: the compression ratio)", MetricType::Counter,
+                      static_cast<double>(c.compression_output_bytes_total)));
     out.push_back(Histogram("tfdata_worker_get_elements_seconds",
                             "Time a GetElements call took in the worker, waiting for elements included",
                             c.get_elements_latency));

@@ -19,9 +19,11 @@
 
 namespace tfdata::service {
 
-Task::Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher)
+Task::Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher,
+           std::shared_ptr<DatasetCounters> counters)
     : def_(def),
       config_(config),
+      counters_(std::move(counters)),
       splits_(def.mode() == DISTRIBUTED_EPOCH
                   ? std::make_shared<TaskSplitProvider>(def.task_id(), dispatcher, config.dispatcher_retry,
                                                         def.first_epoch())
@@ -63,6 +65,11 @@ absl::StatusOr<GetElementsResult> Task::Get(const GetElementsRequest& req, bool 
   absl::StatusOr<GetElementsResult> result = policy_->Serve(req);
   if (result.ok() && !result->elements.empty()) result->compress = ShouldCompressFor(*result, remote_peer);
   return result;
+}
+
+std::pair<int64_t, int64_t> Task::Buffered() {
+  absl::MutexLock lock(&buffer_.mu());
+  return {static_cast<int64_t>(buffer_.size()), buffer_.bytes()};
 }
 
 TaskStats Task::Stats() {
@@ -123,11 +130,22 @@ namespace {
 // batches: one lock (and one wake-up of a waiting reader) per batch rather than per element. A
 // batch is closed early after kBatchLatency, so a slow pipeline's elements are not held back.
 template <typename Next>
-absl::Status Pump(TaskBuffer& buffer, Next next) {
+absl::Status Pump(TaskBuffer& buffer, DatasetCounters& counters, Next next) {
   constexpr size_t kBatchElements = 64;
   constexpr int64_t kBatchBytes = 1 << 20;
   constexpr absl::Duration kBatchLatency = absl::Milliseconds(1);
   std::vector<TaskBuffer::Buffered> batch;
+  // Counts a batch as produced: its elements (not split-end markers), bytes, and the time taken.
+  auto count = [&](absl::Time start) {
+    int64_t elements = 0, bytes = 0;
+    for (const TaskBuffer::Buffered& b : batch) {
+      elements += b.split_end ? 0 : 1;
+      bytes += b.bytes;
+    }
+    counters.elements_produced.fetch_add(elements, std::memory_order_relaxed);
+    counters.bytes_produced.fetch_add(bytes, std::memory_order_relaxed);
+    counters.produce_nanos.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
+  };
   while (true) {
     const std::optional<int64_t> room = buffer.AwaitRoom();
     if (!room) return absl::OkStatus();  // cancelled
@@ -138,6 +156,7 @@ absl::Status Pump(TaskBuffer& buffer, Next next) {
       TaskBuffer::Buffered b{};
       absl::StatusOr<bool> more = next(&b);
       if (!more.ok() || !*more) {
+        count(start);
         buffer.Push(batch);
         return more.status();
       }
@@ -148,6 +167,7 @@ absl::Status Pump(TaskBuffer& buffer, Next next) {
       // waits for the readers to confirm its splits, which they do on seeing their ends).
       if (split_end) break;
     }
+    count(start);
     buffer.Push(batch);
   }
 }
@@ -169,7 +189,7 @@ absl::Status Task::Run() {
     // Each split on its own, every element with its position, and a marker at each split's end.
     TFD_ASSIGN_OR_RETURN(auto it,
                          SplitIsolatedIterator::Create(pipeline, options, splits_, ctx, source, def_.first_epoch()));
-    return Pump(buffer_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
+    return Pump(buffer_, *counters_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
       TFD_ASSIGN_OR_RETURN(const SplitStep step, it->Step(&b->element, &b->position));
       if (step == SplitStep::kEnd) return false;
       b->split_end = step == SplitStep::kSplitEnd;
@@ -188,7 +208,7 @@ absl::Status Task::Run() {
     skips.Add(def_.skip_begins(i), def_.skip_ends(i));
   }
   int64_t position = 0;
-  return Pump(buffer_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
+  return Pump(buffer_, *counters_, [&](TaskBuffer::Buffered* b) -> absl::StatusOr<bool> {
     bool more = true;
     do {
       TFD_ASSIGN_OR_RETURN(more, it->Next(&b->element));

@@ -35,7 +35,9 @@ namespace tfdata::service {
 
 class Task {
  public:
-  Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher);
+  // `counters` (the dataset's, shared with its other tasks) counts what the task produces and serves.
+  Task(const TaskDef& def, const WorkerConfig& config, DispatcherClient* dispatcher,
+       std::shared_ptr<DatasetCounters> counters = std::make_shared<DatasetCounters>());
   ~Task();
   Task(const Task&) = delete;
   Task& operator=(const Task&) = delete;
@@ -65,6 +67,9 @@ class Task {
   // `remote_peer`: the request came from another host (COMPRESSION_AUTO compresses only then).
   absl::StatusOr<GetElementsResult> Get(const GetElementsRequest& req, bool remote_peer);
   TaskStats Stats();
+  DatasetCounters& counters() { return *counters_; }
+  // Elements (and their bytes) produced and not yet served.
+  std::pair<int64_t, int64_t> Buffered();
 
  private:
   // Whether this response should travel compressed (the dataset's choice; AUTO measures once).
@@ -75,6 +80,7 @@ class Task {
 
   const TaskDef def_;
   const WorkerConfig& config_;
+  const std::shared_ptr<DatasetCounters> counters_;
   std::shared_ptr<TaskSplitProvider> splits_;  // distributed_epoch only; set before the thread starts
   // Ends the pipeline's pass even inside one Next() (a filter that never matches): set by Cancel().
   const std::shared_ptr<Cancellation> cancellation_ = std::make_shared<Cancellation>();

@@ -59,6 +59,7 @@ class TaskBuffer {
   Buffered PopEntry() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   size_t size() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffer_.size(); }
+  int64_t bytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffered_bytes_; }
   bool empty() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffer_.empty(); }
   int64_t front_bytes() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return buffer_.front().bytes; }
   // Stream index of the front element (the number of elements, not markers, popped so far).

@@ -108,16 +108,52 @@ absl::StatusOr<GetElementsResult> Worker::GetElements(const GetElementsRequest& 
     get_elements_total_.fetch_add(1, std::memory_order_relaxed);
     elements_served_total_.fetch_add(static_cast<int64_t>(result->elements.size()), std::memory_order_relaxed);
     bytes_served_total_.fetch_add(bytes, std::memory_order_relaxed);
+    DatasetCounters& c = task->counters();
+    c.elements_served.fetch_add(static_cast<int64_t>(result->elements.size()), std::memory_order_relaxed);
+    c.bytes_served.fetch_add(bytes, std::memory_order_relaxed);
+    c.elements_skipped.fetch_add(result->elements_skipped, std::memory_order_relaxed);
   }
   return result;
 }
 
+void Worker::CountCompression(bool sent_compressed, size_t plain_bytes, size_t compressed_bytes) {
+  (sent_compressed ? responses_compressed_ : responses_left_plain_).fetch_add(1, std::memory_order_relaxed);
+  compression_input_bytes_.fetch_add(static_cast<int64_t>(plain_bytes), std::memory_order_relaxed);
+  compression_output_bytes_.fetch_add(static_cast<int64_t>(compressed_bytes), std::memory_order_relaxed);
+}
+
 WorkerCounts Worker::Counts() const {
   WorkerCounts c;
+  std::vector<std::shared_ptr<Task>> tasks;
   {
     absl::MutexLock lock(&mu_);
     c.tasks = static_cast<int64_t>(tasks_.size());
+    for (const auto& [id, task] : tasks_) tasks.push_back(task);
+    for (const auto& [dataset, counters] : datasets_) {
+      WorkerCounts::Dataset& d = c.datasets[dataset];
+      d.elements_produced = counters->elements_produced.load(std::memory_order_relaxed);
+      d.bytes_produced = counters->bytes_produced.load(std::memory_order_relaxed);
+      d.produce_seconds = static_cast<double>(counters->produce_nanos.load(std::memory_order_relaxed)) / 1e9;
+      d.elements_served = counters->elements_served.load(std::memory_order_relaxed);
+      d.bytes_served = counters->bytes_served.load(std::memory_order_relaxed);
+      d.elements_skipped = counters->elements_skipped.load(std::memory_order_relaxed);
+    }
   }
+  // Outside mu_: the tasks' own locks (buffer, policy) are never taken under the worker's.
+  for (const std::shared_ptr<Task>& task : tasks) {
+    WorkerCounts::Dataset& d = c.datasets[task->def().dataset_id()];
+    ++d.tasks;
+    const auto [elements, bytes] = task->Buffered();
+    d.buffered_elements += elements;
+    d.buffered_bytes += bytes;
+    const TaskStats stats = task->Stats();
+    d.window_bytes += stats.window_bytes;
+    if (stats.auto_compress) ++(*stats.auto_compress ? c.auto_compressing_tasks : c.auto_plain_tasks);
+  }
+  c.responses_compressed_total = responses_compressed_.load(std::memory_order_relaxed);
+  c.responses_left_plain_total = responses_left_plain_.load(std::memory_order_relaxed);
+  c.compression_input_bytes_total = compression_input_bytes_.load(std::memory_order_relaxed);
+  c.compression_output_bytes_total = compression_output_bytes_.load(std::memory_order_relaxed);
   c.get_elements_total = get_elements_total_.load(std::memory_order_relaxed);
   c.elements_served_total = elements_served_total_.load(std::memory_order_relaxed);
   c.bytes_served_total = bytes_served_total_.load(std::memory_order_relaxed);
@@ -202,7 +238,9 @@ absl::Status Worker::Heartbeat() {
     if (tasks_.contains(def.task_id())) continue;
     spdlog::info("worker {}: starting {} ({}, dataset {})", config_.worker_address, TaskName(def.task_id()),
                  JobName(def.job_id()), def.dataset_id());
-    tasks_[def.task_id()] = std::make_shared<Task>(def, config_, dispatcher_.get());
+    std::shared_ptr<DatasetCounters>& counters = datasets_[def.dataset_id()];
+    if (counters == nullptr) counters = std::make_shared<DatasetCounters>();
+    tasks_[def.task_id()] = std::make_shared<Task>(def, config_, dispatcher_.get(), counters);
   }
   return absl::OkStatus();
 }

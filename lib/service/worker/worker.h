@@ -38,6 +38,22 @@ class Task;  // task.h
 // GetElements served since the process started (all data planes).
 struct WorkerCounts {
   int64_t tasks = 0;
+  // By dataset: what its tasks produced and served (totals since start; DatasetCounters), and now
+  // buffered and held in cross-trainer windows (its current tasks).
+  struct Dataset {
+    int64_t tasks = 0;
+    int64_t elements_produced = 0, bytes_produced = 0;
+    double produce_seconds = 0;
+    int64_t elements_served = 0, bytes_served = 0, elements_skipped = 0;
+    int64_t buffered_elements = 0, buffered_bytes = 0, window_bytes = 0;
+  };
+  std::map<std::string, Dataset> datasets;
+  // COMPRESSION_AUTO tasks now, by their decision (undecided ones are not counted).
+  int64_t auto_compressing_tasks = 0, auto_plain_tasks = 0;
+  // Responses that asked for compression (snappy, or auto deciding yes), by whether they went
+  // compressed, and the bytes snappy took in and gave out for them (gRPC data plane).
+  int64_t responses_compressed_total = 0, responses_left_plain_total = 0;
+  int64_t compression_input_bytes_total = 0, compression_output_bytes_total = 0;
   int64_t get_elements_total = 0;  // calls that returned elements or the end
   int64_t elements_served_total = 0;
   int64_t bytes_served_total = 0;                   // the elements' tensor bytes, before compression
@@ -66,6 +82,8 @@ class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint
 
   // `remote_peer`: the request came from another host (COMPRESSION_AUTO compresses only then).
   absl::StatusOr<GetElementsResult> GetElements(const GetElementsRequest& req, bool remote_peer = false);
+  // The gRPC adapter's report of a response that asked for compression (EncodedElements).
+  void CountCompression(bool sent_compressed, size_t plain_bytes, size_t compressed_bytes);
   // NotFound for a task the worker does not run.
   absl::StatusOr<TaskStats> Stats(int64_t task_id) const;
 
@@ -96,6 +114,10 @@ class Worker : public std::enable_shared_from_this<Worker>, public LocalEndpoint
 
   std::map<int64_t, std::shared_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> get_elements_total_{0}, elements_served_total_{0}, bytes_served_total_{0};
+  std::atomic<int64_t> responses_compressed_{0}, responses_left_plain_{0};
+  std::atomic<int64_t> compression_input_bytes_{0}, compression_output_bytes_{0};
+  // One per dataset the worker ever ran a task of, shared with those tasks.
+  std::map<std::string, std::shared_ptr<DatasetCounters>> datasets_ ABSL_GUARDED_BY(mu_);
   LatencyHistogram get_elements_latency_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t dispatcher_incarnation_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;

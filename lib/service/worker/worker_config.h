@@ -2,6 +2,7 @@
 // (task.h), so that a task does not need the whole worker header.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,19 @@ struct WorkerConfig {
   absl::Duration round_expiry = absl::Seconds(30);
   // COMPRESSION_AUTO: the transfer rate assumed to readers on other hosts (bytes/s).
   double link_bytes_per_s = 1.25e9;  // 10 Gbit/s
+};
+
+// What a worker's tasks of one dataset produced and served since the worker started (metrics).
+// Shared by those tasks (the worker keeps one per dataset, so totals outlive the tasks); each
+// counter is updated alone, without a lock.
+struct DatasetCounters {
+  std::atomic<int64_t> elements_produced{0}, bytes_produced{0};
+  // Time the producers spent in the pipeline making those elements (not waiting for room in the
+  // buffer): divided by elements_produced, the time per element.
+  std::atomic<int64_t> produce_nanos{0};
+  std::atomic<int64_t> elements_served{0}, bytes_served{0};
+  // Cross-trainer cache: elements trainers skipped (they had left the window).
+  std::atomic<int64_t> elements_skipped{0};
 };
 
 // A task's counters, for tests and logs.
