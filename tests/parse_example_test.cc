@@ -191,3 +191,21 @@ TEST_CASE("a hand-encoded tf.train.Example parses (wire compatibility)", "[parse
   REQUIRE(out2.ok());
   CHECK((*out2)[0] == Tensor::Vector<int64_t>({1, 2}));
 }
+
+TEST_CASE("parse_example: a feature with no list is missing to a fixed spec, empty to var_len (as TF)",
+          "[parse_example]") {
+  const std::string example = Serialize(R"(features { feature { key: "a" value {} } })");
+  auto with_default =
+      Make(R"(feature { name: "a" dtype: INT64 default_value { dtype: INT64 scalar: true int_values: -1 } })");
+  auto out = Parse(*with_default, example);
+  REQUIRE(out.ok());
+  CHECK((*out)[0] == Tensor::Scalar<int64_t>(-1));
+  auto required = Make(R"(feature { name: "a" dtype: FLOAT32 shape: 0 })");
+  auto missing = Parse(*required, example);
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(std::string(missing.status().message()), Catch::Contains("feature 'a' missing and has no default"));
+  auto var_len = Make(R"(feature { name: "a" dtype: STRING var_len: true })");
+  auto empty = Parse(*var_len, example);
+  REQUIRE(empty.ok());
+  CHECK((*empty)[0] == Tensor::Strings({0}, {}));
+}

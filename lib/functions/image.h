@@ -43,8 +43,10 @@ absl::StatusOr<const Tensor*> CheckImageTensor(std::string_view fn, const Elemen
 // 1 = grayscale, 3 = RGB. CMYK/YCCK files are converted to RGB. Images with more than
 // `max_pixels` pixels are rejected before any pixel memory is allocated (the fuzzer passes a
 // smaller bound than decode_jpeg does).
+// `accurate_dct`: libjpeg's accurate integer IDCT (TF's INTEGER_ACCURATE) instead of the fast one
+// (TF's default, INTEGER_FAST).
 absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int64_t max_pixels = kMaxImagePixels,
-                                       const MemoryScope* memory = nullptr);
+                                       const MemoryScope* memory = nullptr, bool accurate_dct = false);
 
 // Encodes a uint8 [h, w, c] image as a baseline JPEG (quality 1..100, 4:2:0 chroma subsampling
 // for RGB). c is 1 (gray), 3 (RGB) or 4: CMYK stored the way Adobe applications do (inverted,

@@ -97,10 +97,11 @@ bool ReadHeader(Decoder* d, const uint8_t* data, size_t size) {
   return true;
 }
 
-bool StartOutput(Decoder* d, J_COLOR_SPACE out_space) {
+bool StartOutput(Decoder* d, J_COLOR_SPACE out_space, bool accurate_dct) {
   if (setjmp(d->err.jump)) return false;
   d->cinfo.out_color_space = out_space;
-  d->cinfo.dct_method = JDCT_ISLOW;  // TensorFlow's default: the most accurate IDCT
+  // TensorFlow's default (dct_method "" or INTEGER_FAST) is JDCT_IFAST; INTEGER_ACCURATE is ISLOW.
+  d->cinfo.dct_method = accurate_dct ? JDCT_ISLOW : JDCT_IFAST;
   jpeg_start_decompress(&d->cinfo);
   return true;
 }
@@ -134,7 +135,7 @@ void CmykToRgb(const uint8_t* cmyk, size_t pixels, bool inverted, uint8_t* rgb) 
     const int k = inverted ? cmyk[3] : 255 - cmyk[3];
     for (int j = 0; j < 3; ++j) {
       const int v = inverted ? cmyk[j] : 255 - cmyk[j];
-      rgb[j] = static_cast<uint8_t>((v * k + 127) / 255);
+      rgb[j] = static_cast<uint8_t>(v * k / 255);  // truncated, as TensorFlow converts
     }
   }
 }
@@ -148,8 +149,8 @@ void RgbToGray(const uint8_t* rgb, size_t pixels, uint8_t* gray) {
 
 class DecodeJpegFn final : public Function {
  public:
-  DecodeJpegFn(int component, int channels, MemoryScope memory)
-      : component_(component), channels_(channels), memory_(std::move(memory)) {}
+  DecodeJpegFn(int component, int channels, bool accurate_dct, MemoryScope memory)
+      : component_(component), channels_(channels), accurate_dct_(accurate_dct), memory_(std::move(memory)) {}
   std::string_view name() const override { return "decode_jpeg"; }
 
   absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const override {
@@ -173,20 +174,21 @@ class DecodeJpegFn final : public Function {
       return absl::InvalidArgumentError(fmt::format(
           "decode_jpeg: component {} must be a string scalar (JPEG bytes), got {}", component_, t.TypeString()));
     }
-    TFD_ASSIGN_OR_RETURN(t, DecodeJpegImage(t.strings()[0], channels_, kMaxImagePixels, &memory_));
+    TFD_ASSIGN_OR_RETURN(t, DecodeJpegImage(t.strings()[0], channels_, kMaxImagePixels, &memory_, accurate_dct_));
     return input;
   }
 
  private:
   int component_;
   int channels_;
+  bool accurate_dct_;
   MemoryScope memory_;
 };
 
 }  // namespace
 
 absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int64_t max_pixels,
-                                       const MemoryScope* memory) {
+                                       const MemoryScope* memory, bool accurate_dct) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(fmt::format("decode_jpeg: channels must be 0, 1 or 3, got {}", channels));
   }
@@ -204,7 +206,7 @@ absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int6
   // libjpeg cannot convert CMYK to RGB or gray itself, so those files are decoded as CMYK and
   // converted below.
   const J_COLOR_SPACE space = cmyk ? JCS_CMYK : (out_channels == 1 ? JCS_GRAYSCALE : JCS_RGB);
-  if (!StartOutput(&d, space)) return JpegError(d);
+  if (!StartOutput(&d, space, accurate_dct)) return JpegError(d);
   const int decoded_channels = d.cinfo.output_components;
   if (d.cinfo.output_height != height || d.cinfo.output_width != width ||
       decoded_channels != (cmyk ? 4 : out_channels)) {
@@ -247,7 +249,12 @@ absl::StatusOr<std::unique_ptr<Function>> MakeDecodeJpeg(const pipeline::DecodeJ
     return absl::InvalidArgumentError(
         fmt::format("decode_jpeg: channels must be 0 (as stored), 1 (grayscale) or 3 (RGB), got {}", spec.channels()));
   }
-  return std::make_unique<DecodeJpegFn>(spec.component(), spec.channels(), std::move(memory));
+  if (!pipeline::DecodeJpeg::DctMethod_IsValid(spec.dct_method())) {
+    return absl::InvalidArgumentError(
+        fmt::format("decode_jpeg: dct_method must be INTEGER_FAST or INTEGER_ACCURATE, got {}", spec.dct_method()));
+  }
+  return std::make_unique<DecodeJpegFn>(spec.component(), spec.channels(),
+                                        spec.dct_method() == pipeline::DecodeJpeg::INTEGER_ACCURATE, std::move(memory));
 }
 
 // ---- EncodeJpeg --------------------------------------------------------------------------

@@ -73,18 +73,30 @@ void ResizeRows(const T* in, int64_t w, int64_t c_rt, const std::vector<Tap>& ys
   }
 }
 
+// NEAREST's source index of each output coordinate, as tf.image.resize (half-pixel centers):
+// floor((out + 0.5) * scale), at most the last; computed in float like TensorFlow.
+std::vector<int64_t> NearestIndices(int64_t in_size, int64_t out_size) {
+  std::vector<int64_t> idx(static_cast<size_t>(out_size));
+  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
+  for (int64_t i = 0; i < out_size; ++i) {
+    const float in = (static_cast<float>(i) + 0.5f) * scale;
+    idx[static_cast<size_t>(i)] = std::min<int64_t>(static_cast<int64_t>(std::floor(in)), in_size - 1);
+  }
+  return idx;
+}
+
 class ResizeFn final : public Function {
  public:
-  ResizeFn(int component, int64_t height, int64_t width, MemoryScope memory)
-      : component_(component), height_(height), width_(width), memory_(std::move(memory)) {}
+  ResizeFn(int component, int64_t height, int64_t width, bool nearest, MemoryScope memory)
+      : component_(component), height_(height), width_(width), nearest_(nearest), memory_(std::move(memory)) {}
   std::string_view name() const override { return "resize"; }
 
   absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const override {
     TFD_ASSIGN_OR_RETURN(const TensorSpec* img, CheckImageSpec(name(), input, component_, ImageDTypes::kNumeric));
     if (img == nullptr) return input;
     ElementSpec out = input;
-    out.components[static_cast<size_t>(component_)] =
-        TensorSpec{DType::kFloat32, {height_, width_, img->unknown_rank ? -1 : img->shape[2]}, false};
+    out.components[static_cast<size_t>(component_)] = TensorSpec{
+        nearest_ ? img->dtype : DType::kFloat32, {height_, width_, img->unknown_rank ? -1 : img->shape[2]}, false};
     return out;
   }
 
@@ -94,6 +106,7 @@ class ResizeFn final : public Function {
     if (h == 0 || w == 0) {
       return absl::InvalidArgumentError(fmt::format("resize: cannot resize an empty image {}", img->TypeString()));
     }
+    if (nearest_) return Nearest(std::move(input), *img);
     TFD_RETURN_IF_ERROR(
         memory_.get().CheckAllocation(height_ * width_ * c * 4, memory_.where,
                                       fmt::format("a resized float32 [{}, {}, {}] image", height_, width_, c)));
@@ -113,8 +126,32 @@ class ResizeFn final : public Function {
   }
 
  private:
+  // Copies each output pixel from its nearest source pixel, whatever the dtype.
+  absl::StatusOr<Element> Nearest(Element input, const Tensor& img) const {
+    const int64_t w = img.shape()[1], c = img.shape()[2];
+    const size_t pixel = static_cast<size_t>(c) * DTypeSize(img.dtype());
+    TFD_RETURN_IF_ERROR(memory_.get().CheckAllocation(
+        height_ * width_ * static_cast<int64_t>(pixel), memory_.where,
+        fmt::format("a resized {} [{}, {}, {}] image", DTypeName(img.dtype()), height_, width_, c)));
+    const std::vector<int64_t> ys = NearestIndices(img.shape()[0], height_);
+    const std::vector<int64_t> xs = NearestIndices(w, width_);
+    Tensor out = UninitializedTensor(img.dtype(), {height_, width_, c});
+    const uint8_t* src = img.raw();
+    uint8_t* dst = out.mutable_raw();
+    for (int64_t y : ys) {
+      const uint8_t* row = src + static_cast<size_t>(y * w) * pixel;
+      for (int64_t x : xs) {
+        std::memcpy(dst, row + static_cast<size_t>(x) * pixel, pixel);
+        dst += pixel;
+      }
+    }
+    input[static_cast<size_t>(component_)] = std::move(out);
+    return input;
+  }
+
   int component_;
   int64_t height_, width_;
+  bool nearest_;
   MemoryScope memory_;
 };
 
@@ -364,7 +401,11 @@ absl::StatusOr<std::unique_ptr<Function>> MakeResize(const pipeline::Resize& spe
   TFD_RETURN_IF_ERROR(
       memory.get().CheckAllocation(spec.height() * spec.width() * 4, memory.where,
                                    fmt::format("a resized float32 [{}, {}, C] image", spec.height(), spec.width())));
-  return std::make_unique<ResizeFn>(spec.component(), spec.height(), spec.width(), std::move(memory));
+  if (!pipeline::Resize::Method_IsValid(spec.method())) {
+    return absl::InvalidArgumentError(fmt::format("resize: method must be BILINEAR or NEAREST, got {}", spec.method()));
+  }
+  return std::make_unique<ResizeFn>(spec.component(), spec.height(), spec.width(),
+                                    spec.method() == pipeline::Resize::NEAREST, std::move(memory));
 }
 
 absl::StatusOr<std::unique_ptr<Function>> MakeRandomCrop(const pipeline::RandomCrop& spec) {

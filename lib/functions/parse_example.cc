@@ -157,7 +157,11 @@ class ParseExampleFn final : public Function {
     parsed.reserve(features_.size());
     for (const FeatureInfo& f : features_) {
       auto it = map.find(f.name);
-      if (it == map.end()) {
+      // A feature with no list at all is missing to a fixed-length spec, as in TensorFlow
+      // (default, or "missing"); to a var_len one it is no values.
+      const bool absent =
+          it == map.end() || (!f.var_len && it->second.kind_case() == tensorflow::Feature::KIND_NOT_SET);
+      if (absent) {
         if (!f.default_value) {
           return absl::InvalidArgumentError(fmt::format("{}: feature '{}' missing and has no default", kFn, f.name));
         }
@@ -187,7 +191,7 @@ class ParseExampleFn final : public Function {
     const K want = f.dtype == DType::kInt64     ? K::kInt64List
                    : f.dtype == DType::kFloat32 ? K::kFloatList
                                                 : K::kBytesList;
-    // An empty Feature (no list set) is zero values of any type, as in TensorFlow.
+    // An empty Feature (no list set) reaches here only for var_len: no values, of any type.
     if (kind != want && kind != K::KIND_NOT_SET) {
       const char* got = kind == K::kInt64List ? "int64_list" : kind == K::kFloatList ? "float_list" : "bytes_list";
       return absl::InvalidArgumentError(fmt::format("{}: feature '{}' is a {} but the spec's dtype {} needs a {}", kFn,
