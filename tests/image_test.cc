@@ -431,3 +431,55 @@ TEST_CASE("normalize rejects bad counts, zero std and channel mismatches", "[ima
   CHECK(Make(other_component)->OutputSpec(Spec(DType::kFloat32, {3})).status().message() ==
         "normalize: component 2 does not exist; the element has 1 component(s)");
 }
+
+TEST_CASE("decode_jpeg with a target size decodes at the smallest DCT scale that covers it", "[image]") {
+  const Tensor img =
+      MakeImage<uint8_t>(270, 480, 3, [](int64_t y, int64_t x, int64_t c) { return (x / 2 + y + c * 40) % 256; });
+  const std::string jpeg = Jpeg(img, 95);
+  // 480x270 at 2/8 is 120x68 (rounded up): the smallest scale covering 100x60.
+  auto small = DecodeJpegImage(jpeg, 3, kMaxImagePixels, nullptr, false, 60, 100);
+  REQUIRE(small.ok());
+  CHECK(small->shape() == Shape{68, 120, 3});
+  auto exact = DecodeJpegImage(jpeg, 3, kMaxImagePixels, nullptr, false, 68, 120);
+  REQUIRE(exact.ok());
+  CHECK(exact->shape() == Shape{68, 120, 3});
+  auto next = DecodeJpegImage(jpeg, 3, kMaxImagePixels, nullptr, false, 69, 120);
+  REQUIRE(next.ok());
+  CHECK(next->shape() == Shape{102, 180, 3});  // 3/8
+  // A target larger than the image: the full size.
+  auto full = DecodeJpegImage(jpeg, 0, kMaxImagePixels, nullptr, false, 1000, 1000);
+  REQUIRE(full.ok());
+  CHECK(full->shape() == Shape{270, 480, 3});
+}
+
+TEST_CASE("decode_jpeg with resize_height/width gives resize's float32 image, close to decode + resize", "[image]") {
+  const Tensor img = MakeImage<uint8_t>(
+      270, 480, 3, [](int64_t y, int64_t x, int64_t c) { return x * 200 / 480 + y * 50 / 270 + c * 2; });
+  const Tensor jpeg = Tensor::String(Jpeg(img, 95));
+  pipeline::Function fused;
+  fused.mutable_decode_jpeg()->set_channels(3);
+  fused.mutable_decode_jpeg()->set_resize_height(56);
+  fused.mutable_decode_jpeg()->set_resize_width(56);
+  pipeline::Function resize;
+  resize.mutable_resize()->set_height(56);
+  resize.mutable_resize()->set_width(56);
+  const Tensor a = Apply(*Make(fused), jpeg);
+  const Tensor b = Apply(*Make(resize), Apply(*MakeDecode(3), jpeg));
+  REQUIRE(a.dtype() == DType::kFloat32);
+  REQUIRE(a.shape() == Shape{56, 56, 3});
+  REQUIRE(b.shape() == a.shape());
+  // A smooth image: the scaled IDCT's averages and bilinear samples nearly agree.
+  double worst = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) worst = std::max(worst, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
+  CHECK(worst < 4.0);
+  // Its output spec says so too.
+  auto spec = Make(fused)->OutputSpec(ElementSpec{{TensorSpec{DType::kString, {}, false}}});
+  REQUIRE(spec.ok());
+  CHECK(spec->components[0].dtype == DType::kFloat32);
+  CHECK(spec->components[0].shape == Shape{56, 56, 3});
+  pipeline::Function half;
+  half.mutable_decode_jpeg()->set_resize_height(56);
+  auto bad = CreateFunction(half, FunctionOptions{});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()) == "decode_jpeg: resize_height and resize_width go together");
+}

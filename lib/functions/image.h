@@ -44,9 +44,17 @@ absl::StatusOr<const Tensor*> CheckImageTensor(std::string_view fn, const Elemen
 // `max_pixels` pixels are rejected before any pixel memory is allocated (the fuzzer passes a
 // smaller bound than decode_jpeg does).
 // `accurate_dct`: libjpeg's accurate integer IDCT (TF's INTEGER_ACCURATE) instead of the fast one
-// (TF's default, INTEGER_FAST).
+// (TF's default, INTEGER_FAST). `min_height` and `min_width` > 0: decode at the smallest DCT scale
+// M/8 (M = 1..8) whose output is at least that big (the full size when none is).
 absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int64_t max_pixels = kMaxImagePixels,
-                                       const MemoryScope* memory = nullptr, bool accurate_dct = false);
+                                       const MemoryScope* memory = nullptr, bool accurate_dct = false,
+                                       int64_t min_height = 0, int64_t min_width = 0);
+
+// Resizes a numeric image [h, w, c] to [height, width, c] as tf.image.resize without
+// antialiasing: bilinear to float32, or nearest keeping the dtype. The output's allocation is
+// checked against `memory` when given.
+absl::StatusOr<Tensor> ResizeImage(const Tensor& image, int64_t height, int64_t width, bool nearest,
+                                   const MemoryScope* memory = nullptr);
 
 // Encodes a uint8 [h, w, c] image as a baseline JPEG (quality 1..100, 4:2:0 chroma subsampling
 // for RGB). c is 1 (gray), 3 (RGB) or 4: CMYK stored the way Adobe applications do (inverted,

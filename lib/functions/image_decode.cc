@@ -102,6 +102,9 @@ bool StartOutput(Decoder* d, J_COLOR_SPACE out_space, bool accurate_dct) {
   d->cinfo.out_color_space = out_space;
   // TensorFlow's default (dct_method "" or INTEGER_FAST) is JDCT_IFAST; INTEGER_ACCURATE is ISLOW.
   d->cinfo.dct_method = accurate_dct ? JDCT_ISLOW : JDCT_IFAST;
+  // A reduced-scale decode (decode_jpeg with a target size) is no TF-parity path: it also skips
+  // the smooth chroma upsampling, which a resize to the target mostly averages away anyway.
+  if (d->cinfo.scale_num < d->cinfo.scale_denom) d->cinfo.do_fancy_upsampling = FALSE;
   jpeg_start_decompress(&d->cinfo);
   return true;
 }
@@ -149,8 +152,14 @@ void RgbToGray(const uint8_t* rgb, size_t pixels, uint8_t* gray) {
 
 class DecodeJpegFn final : public Function {
  public:
-  DecodeJpegFn(int component, int channels, bool accurate_dct, MemoryScope memory)
-      : component_(component), channels_(channels), accurate_dct_(accurate_dct), memory_(std::move(memory)) {}
+  DecodeJpegFn(int component, int channels, bool accurate_dct, int64_t resize_height, int64_t resize_width,
+               MemoryScope memory)
+      : component_(component),
+        channels_(channels),
+        accurate_dct_(accurate_dct),
+        resize_height_(resize_height),
+        resize_width_(resize_width),
+        memory_(std::move(memory)) {}
   std::string_view name() const override { return "decode_jpeg"; }
 
   absl::StatusOr<ElementSpec> OutputSpec(const ElementSpec& input) const override {
@@ -162,8 +171,10 @@ class DecodeJpegFn final : public Function {
           "decode_jpeg: component {} must be a string scalar (JPEG bytes), got {}", component_, c.DebugString()));
     }
     ElementSpec out = input;
+    const int64_t ch = channels_ == 0 ? -1 : channels_;
     out.components[static_cast<size_t>(component_)] =
-        TensorSpec{DType::kUInt8, {-1, -1, channels_ == 0 ? -1 : channels_}, false};
+        resize_height_ > 0 ? TensorSpec{DType::kFloat32, Shape{resize_height_, resize_width_, ch}, false}
+                           : TensorSpec{DType::kUInt8, Shape{-1, -1, ch}, false};
     return out;
   }
 
@@ -174,7 +185,11 @@ class DecodeJpegFn final : public Function {
       return absl::InvalidArgumentError(fmt::format(
           "decode_jpeg: component {} must be a string scalar (JPEG bytes), got {}", component_, t.TypeString()));
     }
-    TFD_ASSIGN_OR_RETURN(t, DecodeJpegImage(t.strings()[0], channels_, kMaxImagePixels, &memory_, accurate_dct_));
+    TFD_ASSIGN_OR_RETURN(t, DecodeJpegImage(t.strings()[0], channels_, kMaxImagePixels, &memory_, accurate_dct_,
+                                            resize_height_, resize_width_));
+    if (resize_height_ > 0) {
+      TFD_ASSIGN_OR_RETURN(t, ResizeImage(t, resize_height_, resize_width_, false, &memory_));
+    }
     return input;
   }
 
@@ -182,24 +197,36 @@ class DecodeJpegFn final : public Function {
   int component_;
   int channels_;
   bool accurate_dct_;
+  int64_t resize_height_, resize_width_;  // 0: no resize
   MemoryScope memory_;
 };
 
 }  // namespace
 
 absl::StatusOr<Tensor> DecodeJpegImage(std::string_view data, int channels, int64_t max_pixels,
-                                       const MemoryScope* memory, bool accurate_dct) {
+                                       const MemoryScope* memory, bool accurate_dct, int64_t min_height,
+                                       int64_t min_width) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return absl::InvalidArgumentError(fmt::format("decode_jpeg: channels must be 0, 1 or 3, got {}", channels));
   }
   Decoder d;
   if (!ReadHeader(&d, reinterpret_cast<const uint8_t*>(data.data()), data.size())) return JpegError(d);
-  const int64_t height = d.cinfo.image_height;
-  const int64_t width = d.cinfo.image_width;
-  if (height * width > max_pixels) {
-    return absl::InvalidArgumentError(
-        fmt::format("decode_jpeg: image is {}x{} pixels, more than the limit of {}", height, width, max_pixels));
+  if (int64_t{d.cinfo.image_height} * d.cinfo.image_width > max_pixels) {
+    return absl::InvalidArgumentError(fmt::format("decode_jpeg: image is {}x{} pixels, more than the limit of {}",
+                                                  d.cinfo.image_height, d.cinfo.image_width, max_pixels));
   }
+  // The smallest scale M/8 whose output still covers the target (libjpeg rounds the output size
+  // up, as `scaled` does; StartOutput's result is checked against it below).
+  auto scaled = [](int64_t size, int m) { return (size * m + 7) / 8; };
+  int m = 8;
+  if (min_height > 0 && min_width > 0) {
+    m = 1;
+    while (m < 8 && (scaled(d.cinfo.image_height, m) < min_height || scaled(d.cinfo.image_width, m) < min_width)) ++m;
+  }
+  d.cinfo.scale_num = static_cast<unsigned>(m);
+  d.cinfo.scale_denom = 8;
+  const int64_t height = scaled(d.cinfo.image_height, m);
+  const int64_t width = scaled(d.cinfo.image_width, m);
   const bool cmyk = d.cinfo.jpeg_color_space == JCS_CMYK || d.cinfo.jpeg_color_space == JCS_YCCK;
   const bool gray_source = d.cinfo.jpeg_color_space == JCS_GRAYSCALE;
   const int out_channels = channels != 0 ? channels : (gray_source ? 1 : 3);
@@ -253,8 +280,14 @@ absl::StatusOr<std::unique_ptr<Function>> MakeDecodeJpeg(const pipeline::DecodeJ
     return absl::InvalidArgumentError(
         fmt::format("decode_jpeg: dct_method must be INTEGER_FAST or INTEGER_ACCURATE, got {}", spec.dct_method()));
   }
+  if ((spec.resize_height() != 0) != (spec.resize_width() != 0)) {
+    return absl::InvalidArgumentError("decode_jpeg: resize_height and resize_width go together");
+  }
+  if (spec.resize_height() != 0)
+    TFD_RETURN_IF_ERROR(CheckSizeArgs("decode_jpeg: resize", spec.resize_height(), spec.resize_width()));
   return std::make_unique<DecodeJpegFn>(spec.component(), spec.channels(),
-                                        spec.dct_method() == pipeline::DecodeJpeg::INTEGER_ACCURATE, std::move(memory));
+                                        spec.dct_method() == pipeline::DecodeJpeg::INTEGER_ACCURATE,
+                                        spec.resize_height(), spec.resize_width(), std::move(memory));
 }
 
 // ---- EncodeJpeg --------------------------------------------------------------------------

@@ -85,6 +85,25 @@ std::vector<int64_t> NearestIndices(int64_t in_size, int64_t out_size) {
   return idx;
 }
 
+// Copies each output pixel from its nearest source pixel, whatever the dtype.
+Tensor ResizeNearest(const Tensor& img, int64_t height, int64_t width) {
+  const int64_t w = img.shape()[1], c = img.shape()[2];
+  const size_t pixel = static_cast<size_t>(c) * DTypeSize(img.dtype());
+  const std::vector<int64_t> ys = NearestIndices(img.shape()[0], height);
+  const std::vector<int64_t> xs = NearestIndices(w, width);
+  Tensor out = UninitializedTensor(img.dtype(), {height, width, c});
+  const uint8_t* src = img.raw();
+  uint8_t* dst = out.mutable_raw();
+  for (int64_t y : ys) {
+    const uint8_t* row = src + static_cast<size_t>(y * w) * pixel;
+    for (int64_t x : xs) {
+      std::memcpy(dst, row + static_cast<size_t>(x) * pixel, pixel);
+      dst += pixel;
+    }
+  }
+  return out;
+}
+
 class ResizeFn final : public Function {
  public:
   ResizeFn(int component, int64_t height, int64_t width, bool nearest, MemoryScope memory)
@@ -102,53 +121,12 @@ class ResizeFn final : public Function {
 
   absl::StatusOr<Element> Apply(Element input, const FunctionContext&) const override {
     TFD_ASSIGN_OR_RETURN(const Tensor* img, CheckImageTensor(name(), input, component_, ImageDTypes::kNumeric));
-    const int64_t h = img->shape()[0], w = img->shape()[1], c = img->shape()[2];
-    if (h == 0 || w == 0) {
-      return absl::InvalidArgumentError(fmt::format("resize: cannot resize an empty image {}", img->TypeString()));
-    }
-    if (nearest_) return Nearest(std::move(input), *img);
-    TFD_RETURN_IF_ERROR(
-        memory_.get().CheckAllocation(height_ * width_ * c * 4, memory_.where,
-                                      fmt::format("a resized float32 [{}, {}, {}] image", height_, width_, c)));
-    const std::vector<Tap> ys = Taps(h, height_, 1);
-    const std::vector<Tap> xs = Taps(w, width_, c);
-    Tensor out = UninitializedTensor(DType::kFloat32, {height_, width_, c});
-    float* dst = out.mutable_data<float>();
-    VisitNumeric(img->dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T* src = img->data<T>();
-      c == 3   ? ResizeRows<3>(src, w, c, ys, xs, dst)
-      : c == 1 ? ResizeRows<1>(src, w, c, ys, xs, dst)
-               : ResizeRows<0>(src, w, c, ys, xs, dst);
-    });
+    TFD_ASSIGN_OR_RETURN(Tensor out, ResizeImage(*img, height_, width_, nearest_, &memory_));
     input[static_cast<size_t>(component_)] = std::move(out);
     return input;
   }
 
  private:
-  // Copies each output pixel from its nearest source pixel, whatever the dtype.
-  absl::StatusOr<Element> Nearest(Element input, const Tensor& img) const {
-    const int64_t w = img.shape()[1], c = img.shape()[2];
-    const size_t pixel = static_cast<size_t>(c) * DTypeSize(img.dtype());
-    TFD_RETURN_IF_ERROR(memory_.get().CheckAllocation(
-        height_ * width_ * static_cast<int64_t>(pixel), memory_.where,
-        fmt::format("a resized {} [{}, {}, {}] image", DTypeName(img.dtype()), height_, width_, c)));
-    const std::vector<int64_t> ys = NearestIndices(img.shape()[0], height_);
-    const std::vector<int64_t> xs = NearestIndices(w, width_);
-    Tensor out = UninitializedTensor(img.dtype(), {height_, width_, c});
-    const uint8_t* src = img.raw();
-    uint8_t* dst = out.mutable_raw();
-    for (int64_t y : ys) {
-      const uint8_t* row = src + static_cast<size_t>(y * w) * pixel;
-      for (int64_t x : xs) {
-        std::memcpy(dst, row + static_cast<size_t>(x) * pixel, pixel);
-        dst += pixel;
-      }
-    }
-    input[static_cast<size_t>(component_)] = std::move(out);
-    return input;
-  }
-
   int component_;
   int64_t height_, width_;
   bool nearest_;
@@ -374,6 +352,33 @@ class NormalizeFn final : public Function {
 };
 
 }  // namespace
+
+absl::StatusOr<Tensor> ResizeImage(const Tensor& img, int64_t height, int64_t width, bool nearest,
+                                   const MemoryScope* memory) {
+  const int64_t h = img.shape()[0], w = img.shape()[1], c = img.shape()[2];
+  if (h == 0 || w == 0) {
+    return absl::InvalidArgumentError(fmt::format("resize: cannot resize an empty image {}", img.TypeString()));
+  }
+  const DType out_dtype = nearest ? img.dtype() : DType::kFloat32;
+  if (memory != nullptr) {
+    TFD_RETURN_IF_ERROR(memory->get().CheckAllocation(
+        height * width * c * static_cast<int64_t>(DTypeSize(out_dtype)), memory->where,
+        fmt::format("a resized {} [{}, {}, {}] image", DTypeName(out_dtype), height, width, c)));
+  }
+  if (nearest) return ResizeNearest(img, height, width);
+  const std::vector<Tap> ys = Taps(h, height, 1);
+  const std::vector<Tap> xs = Taps(w, width, c);
+  Tensor out = UninitializedTensor(DType::kFloat32, {height, width, c});
+  float* dst = out.mutable_data<float>();
+  VisitNumeric(img.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = img.data<T>();
+    c == 3   ? ResizeRows<3>(src, w, c, ys, xs, dst)
+    : c == 1 ? ResizeRows<1>(src, w, c, ys, xs, dst)
+             : ResizeRows<0>(src, w, c, ys, xs, dst);
+  });
+  return out;
+}
 
 absl::StatusOr<const TensorSpec*> CheckImageSpec(std::string_view fn, const ElementSpec& spec, int component,
                                                  ImageDTypes dtypes) {

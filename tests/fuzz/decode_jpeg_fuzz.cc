@@ -29,10 +29,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto stored = tfdata::DecodeJpegImage(bytes, 0, kFuzzMaxPixels);
   if (!stored.ok()) return 0;
   CheckImage(*stored, 0);
-  // Only inputs that decode are worth the grayscale/RGB conversion paths too.
+  // Only inputs that decode are worth the grayscale/RGB conversion paths too, the accurate IDCT,
+  // and a reduced-scale decode (its size is checked: at least the target, or the full image).
   for (int channels : {1, 3}) {
-    auto image = tfdata::DecodeJpegImage(bytes, channels, kFuzzMaxPixels);
+    auto image = tfdata::DecodeJpegImage(bytes, channels, kFuzzMaxPixels, nullptr, /*accurate_dct=*/true);
     if (image.ok()) CheckImage(*image, channels);
+  }
+  const int64_t h = stored->shape()[0], w = stored->shape()[1];
+  const int64_t min_h = 1 + static_cast<int64_t>(data[size / 2]) % h,
+                min_w = 1 + static_cast<int64_t>(data[size / 3]) % w;
+  auto scaled = tfdata::DecodeJpegImage(bytes, 3, kFuzzMaxPixels, nullptr, false, min_h, min_w);
+  if (scaled.ok()) {
+    CheckImage(*scaled, 3);
+    if (scaled->shape()[0] < min_h || scaled->shape()[1] < min_w || scaled->shape()[0] > h || scaled->shape()[1] > w) {
+      std::abort();
+    }
   }
   return 0;
 }
