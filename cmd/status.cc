@@ -1,6 +1,8 @@
 // `tfdata status --dispatcher ADDR [--json] [--watch]`: the dispatcher's status (workers, datasets,
 // jobs with their rates, stall and worker estimate, the journal) from its GetStatus RPC: the same
 // DispatcherStatus as its status page and /status.json.
+#include <unistd.h>
+
 #include <cstdio>
 #include <thread>
 
@@ -28,7 +30,7 @@ int RunStatus(const StatusFlags& f) {
   auto dispatcher = service::ParseAddress(f.dispatcher, "--dispatcher");
   if (!dispatcher.ok()) return Fail(dispatcher.status(), kExitUsage);
   if (!(f.interval_seconds > 0 && f.interval_seconds <= 3600)) {
-    return Fail("--interval: must be between 0 and 3600 seconds", kExitUsage);
+    return Fail("--interval: must be more than 0 and at most 3600 seconds", kExitUsage);
   }
   if (f.count < 0) return Fail("--count: must be 0 (until interrupted) or more", kExitUsage);
   if (auto st = ApplyClientSecurityFlags(f.security); !st.ok()) return Fail(st, kExitUsage);
@@ -41,7 +43,7 @@ int RunStatus(const StatusFlags& f) {
     }
     const std::string text = f.json ? service::StatusJson(status) : service::StatusText(status);
     // A terminal watch redraws in place; JSON lines stay appendable for scripts.
-    if (f.watch && !f.json) fmt::print("\033[H\033[2J");
+    if (f.watch && !f.json && isatty(STDOUT_FILENO)) fmt::print("\033[H\033[2J");
     fmt::print("{}", text);
     std::fflush(stdout);
     if (!f.watch || (f.count > 0 && shown + 1 >= f.count)) return kExitOk;

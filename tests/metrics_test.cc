@@ -74,12 +74,21 @@ TEST_CASE("metrics: a dispatcher's and a worker's counts after a read", "[metric
 }
 
 TEST_CASE("metrics: a worker's buffers, time per element and compression, by dataset", "[metrics][cluster]") {
-  testing::TestCluster cluster(1);
+  // Small buffers on both sides, so that production stops soon and the counts hold still.
+  testing::TestCluster cluster(0);
+  WorkerConfig config;
+  config.buffer_elements = 16;
+  cluster.set_worker_config(config);
+  cluster.AddWorker();
   // 1 ms an element: the time per element must show it. Snappy: every response asks for it.
   const std::string id = cluster.Register(
       "op { range { stop: 100000 } } op { map { fn { sleep { micros: 1000 } } } } op { batch { batch_size: 4 } }", "",
       COMPRESSION_SNAPPY);
-  auto reader = cluster.NewReader(id);
+  ReaderOptions options;
+  options.dataset_id = id;
+  options.buffer_elements = 8;
+  options.max_elements_per_request = 4;
+  auto reader = cluster.NewReader(options);
   REQUIRE(reader.ok());
   for (int i = 0; i < 20; ++i) {
     Element e;
@@ -89,17 +98,25 @@ TEST_CASE("metrics: a worker's buffers, time per element and compression, by dat
   }
   Worker* worker = cluster.worker(0).worker();
   // The reader's buffer fills, then the task's: elements wait there, produced and not served.
-  WorkerCounts c;
+  // Until the producer stops on the full buffer the counts move (and are read one after another).
+  WorkerCounts c, previous;
   for (int i = 0; i < 500; ++i) {
     c = worker->Counts();
-    if (c.datasets[id].buffered_elements > 0) break;
-    absl::SleepFor(absl::Milliseconds(20));
+    const WorkerCounts::Dataset& now = c.datasets[id];
+    const WorkerCounts::Dataset& before = previous.datasets[id];
+    if (now.buffered_elements > 0 && now.elements_produced == before.elements_produced &&
+        now.buffered_elements == before.buffered_elements) {
+      break;
+    }
+    previous = c;
+    absl::SleepFor(absl::Milliseconds(50));
   }
   const WorkerCounts::Dataset& d = c.datasets[id];
   CHECK(d.tasks == 1);
   CHECK(d.buffered_elements > 0);
   CHECK(d.buffered_bytes == 32 * d.buffered_elements);  // 4 int64 scalars a batch
-  CHECK(d.elements_produced >= d.elements_served + d.buffered_elements);
+  CHECK(d.buffered_elements <= 16);
+  CHECK(d.elements_produced == d.elements_served + d.buffered_elements);
   CHECK(d.bytes_produced == 32 * d.elements_produced);
   CHECK(d.elements_served >= 20);
   // Four 1 ms sleeps a batch: at least 4 ms an element, and not wildly more.

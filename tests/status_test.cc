@@ -46,6 +46,7 @@ TEST_CASE("worker estimate: the model", "[status]") {
   SECTION("a reader that only reads asks for much, within the ceiling") {
     CHECK(EstimateWorkers(1, {{100, 0, 10, 10}}).workers_recommended == 100);
     CHECK(EstimateWorkers(50, {{100, 0, 10, 10}}).workers_recommended == kMaxWorkersRecommended);
+    CHECK(EstimateWorkers(2000, {{100, 0, 10, 10}}).workers_recommended == 2000);  // more than the ceiling already
   }
   SECTION("waiting with nothing delivered, or no worker: nothing to scale from") {
     CHECK(EstimateWorkers(2, {{0, 0, 9, 10}}).workers_recommended == 2);
@@ -56,20 +57,24 @@ TEST_CASE("worker estimate: the model", "[status]") {
 TEST_CASE("totals window: changes over the last seconds", "[status]") {
   TotalsWindow w(absl::Seconds(10));
   const absl::Time t0 = absl::FromUnixSeconds(1000);
-  CHECK_FALSE(w.Get().has_value());
+  CHECK_FALSE(w.Get(t0).has_value());
   w.Add(t0, {0, 0, 0, 0});
-  CHECK_FALSE(w.Get().has_value());
+  CHECK_FALSE(w.Get(t0).has_value());
   w.Add(t0 + absl::Seconds(2), {100, 1000, 1, 2});
-  REQUIRE(w.Get().has_value());
-  CHECK(w.Get()->values[0] == 100);
-  CHECK(w.Get()->over == absl::Seconds(2));
+  const absl::Time now = t0 + absl::Seconds(2);
+  REQUIRE(w.Get(now).has_value());
+  CHECK(w.Get(now)->values[0] == 100);
+  CHECK(w.Get(now)->over == absl::Seconds(2));
+  // A sender silent for longer than the window has no current rate.
+  CHECK_FALSE(w.Get(now + absl::Seconds(11)).has_value());
   // Samples older than the window go, but one at its start stays.
   for (int s = 3; s <= 30; ++s) w.Add(t0 + absl::Seconds(s), {100.0 * s, 0, 0, 0});
-  CHECK(w.Get()->over == absl::Seconds(10));
-  CHECK(w.Get()->values[0] == 1000);
+  const absl::Time later = t0 + absl::Seconds(30);
+  CHECK(w.Get(later)->over == absl::Seconds(10));
+  CHECK(w.Get(later)->values[0] == 1000);
   // A sender that restarted (totals went down) starts the window again.
   w.Add(t0 + absl::Seconds(31), {5, 0, 0, 0});
-  CHECK_FALSE(w.Get().has_value());
+  CHECK_FALSE(w.Get(later + absl::Seconds(1)).has_value());
 }
 
 namespace {
@@ -151,7 +156,8 @@ TEST_CASE("worker estimate: a slow reader keeps the current number", "[status][c
   options.job_name = "slow";
   auto reader = cluster.NewReader(options);
   REQUIRE(reader.ok());
-  ReadFor(**reader, absl::Milliseconds(1500), absl::Milliseconds(10), 100000);
+  // Long enough that the wait for the first element (a heartbeat or two) stays a few percent.
+  ReadFor(**reader, absl::Seconds(3), absl::Milliseconds(10), 100000);
   CHECK(StallFraction((*reader)->Stats()) < 0.1);
   absl::SleepFor(absl::Milliseconds(300));
   const DispatcherStatus status = CurrentStatus(cluster);

@@ -94,7 +94,8 @@ def test_a_fast_reader_of_a_sleep_bound_pipeline_asks_for_more_workers(status_cl
 
     # A reader that takes 10 ms an element, of a fast pipeline: it never waits.
     fed = iter(tfdata.from_dataset_id("parallel_epochs", c.target, fast, job_name="fed"))
-    _read_for(fed, 1.5, pause=0.01)
+    # Long enough that the wait for the first element (heartbeats of 100-200 ms) stays a few percent.
+    _read_for(fed, 5.0, pause=0.01)
     stats = fed.stats()
     assert stats["stall_fraction"] < 0.1, stats
     time.sleep(0.5)

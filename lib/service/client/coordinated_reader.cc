@@ -190,9 +190,9 @@ absl::StatusOr<std::optional<bool>> CoordinatedReader::NextWithin(Element* out, 
     return fetched_.contains(next_deliver_) || !error_.ok() || closed_;
   };
   const bool must_wait = !ready();
-  const absl::Time wait_start = must_wait ? absl::Now() : absl::InfinitePast();
+  if (must_wait) BeginWaitLocked();
   const bool came = mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-  if (must_wait) CountWaitLocked(absl::Now() - wait_start);
+  if (must_wait) EndWaitLocked();
   if (!came) return std::nullopt;
   auto it = fetched_.find(next_deliver_);
   if (it == fetched_.end()) {

@@ -23,8 +23,10 @@ ReaderStats JobMembership::StatsLocked() const {
   ReaderStats s;
   s.set_elements(stats_.elements);
   s.set_bytes(stats_.bytes);
-  s.set_wait_seconds(absl::ToDoubleSeconds(stats_.wait));
-  s.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  const absl::Time now = absl::Now();
+  const absl::Duration waiting = waiting_since_ < now ? now - waiting_since_ : absl::ZeroDuration();
+  s.set_wait_seconds(absl::ToDoubleSeconds(stats_.wait + waiting));
+  s.set_elapsed_seconds(absl::ToDoubleSeconds(now - started_));
   return s;
 }
 

@@ -70,7 +70,13 @@ class JobMembership {
     ++stats_.elements;
     stats_.bytes += bytes;
   }
-  void CountWaitLocked(absl::Duration waited) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { stats_.wait += waited; }
+  // Around a wait in Next(). A wait in progress counts in StatsLocked() already, so a reader
+  // blocked through a heartbeat reports it.
+  void BeginWaitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { waiting_since_ = absl::Now(); }
+  void EndWaitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    stats_.wait += absl::Now() - waiting_since_;
+    waiting_since_ = absl::InfiniteFuture();
+  }
   ReaderStats StatsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<DispatcherClient> dispatcher_;
@@ -93,6 +99,7 @@ class JobMembership {
     absl::Duration wait;
   };
   Consumed stats_ ABSL_GUARDED_BY(mu_);
+  absl::Time waiting_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // not waiting
   const absl::Time started_ = absl::Now();
   const absl::Duration heartbeat_interval_;
   const std::string heartbeat_failed_;

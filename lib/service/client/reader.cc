@@ -445,9 +445,9 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
     const bool must_wait = !ready();
-    const absl::Time wait_start = must_wait ? absl::Now() : absl::InfinitePast();
+    if (must_wait) BeginWaitLocked();
     const bool came = mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-    if (must_wait) CountWaitLocked(absl::Now() - wait_start);
+    if (must_wait) EndWaitLocked();
     if (!came) return std::nullopt;
     const bool was_full = FullLocked();
     if (options_.deterministic && ready_.empty() && DoneLocked()) ReleaseInOrderLocked();

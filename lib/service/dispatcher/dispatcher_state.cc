@@ -423,6 +423,12 @@ std::vector<std::string> DispatcherState::DatasetIds() const {
   return out;
 }
 
+std::vector<int64_t> DispatcherState::TaskIds() const {
+  std::vector<int64_t> out;
+  for (const auto& [id, t] : tasks_) out.push_back(id);
+  return out;
+}
+
 std::vector<int64_t> DispatcherState::JobIds() const {
   std::vector<int64_t> out;
   for (const auto& [id, j] : jobs_) out.push_back(id);

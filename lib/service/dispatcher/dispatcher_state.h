@@ -130,6 +130,7 @@ class DispatcherState {
   size_t NumDatasets() const { return datasets_.size(); }
   std::vector<std::string> DatasetIds() const;
   std::vector<int64_t> JobIds() const;
+  std::vector<int64_t> TaskIds() const;  // live tasks
   // Every job, by mode.
   std::map<ProcessingMode, int64_t> JobsByMode() const {
     std::map<ProcessingMode, int64_t> out;

@@ -32,16 +32,18 @@ absl::Status Dispatcher::GetStatus(const GetStatusRequest& /*req*/, DispatcherSt
   resp->set_fault_tolerant(journal_ != nullptr);
   resp->set_uptime_seconds(absl::ToDoubleSeconds(now - started_));
 
+  std::map<std::string, int32_t> tasks_of;  // one pass over the tasks, not one per worker
+  for (int64_t id : state_.TaskIds()) ++tasks_of[state_.FindTask(id)->worker_address];
   for (const std::string& w : state_.Workers()) {
     WorkerStatus* ws = resp->add_workers();
     ws->set_address(w);
     for (const std::string& t : state_.WorkerTags(w)) ws->add_tags(t);
-    ws->set_tasks(static_cast<int32_t>(state_.TasksOfWorker(w).size()));
+    ws->set_tasks(tasks_of[w]);
     auto seen = worker_last_seen_.find(w);
     ws->set_seconds_since_heartbeat(seen == worker_last_seen_.end() ? -1 : absl::ToDoubleSeconds(now - seen->second));
     ws->set_state(seen == worker_last_seen_.end() ? "unheard" : SuspectedLocked(w) ? "suspected" : "alive");
     if (auto traffic = worker_traffic_.find(w); traffic != worker_traffic_.end()) {
-      if (auto change = traffic->second.Get(); change && change->over > absl::ZeroDuration()) {
+      if (auto change = traffic->second.Get(now); change && change->over > absl::ZeroDuration()) {
         const double seconds = absl::ToDoubleSeconds(change->over);
         ws->set_elements_per_second(change->values[0] / seconds);
         ws->set_bytes_per_second(change->values[1] / seconds);
@@ -84,7 +86,7 @@ absl::Status Dispatcher::GetStatus(const GetStatusRequest& /*req*/, DispatcherSt
     for (int64_t c : it->clients) {
       auto traffic = client_traffic_.find(c);
       if (traffic == client_traffic_.end()) continue;
-      auto change = traffic->second.Get();
+      auto change = traffic->second.Get(now);
       if (!change) continue;
       readers.push_back({change->values[0], change->values[1], change->values[2], change->values[3]});
     }

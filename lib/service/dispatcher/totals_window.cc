@@ -18,8 +18,8 @@ void TotalsWindow::Add(absl::Time at, const Values& totals) {
   while (samples_.size() > kMaxSamples) samples_.pop_front();
 }
 
-std::optional<TotalsWindow::Change> TotalsWindow::Get() const {
-  if (samples_.size() < 2) return std::nullopt;
+std::optional<TotalsWindow::Change> TotalsWindow::Get(absl::Time now) const {
+  if (samples_.size() < 2 || samples_.back().first < now - span_) return std::nullopt;
   Change c;
   for (int i = 0; i < kValues; ++i) c.values[i] = samples_.back().second[i] - samples_.front().second[i];
   c.over = samples_.back().first - samples_.front().first;

@@ -29,8 +29,9 @@ class TotalsWindow {
     Values values{};
     absl::Duration over;
   };
-  // Newest minus oldest sample and the time between them; nullopt before two samples.
-  std::optional<Change> Get() const;
+  // Newest minus oldest sample and the time between them; nullopt before two samples, or when
+  // the newest is older than the window as of `now` (a silent sender has no current rate).
+  std::optional<Change> Get(absl::Time now) const;
 
  private:
   // Heartbeats may come every few milliseconds (an exactly-once reader's split ends): the oldest

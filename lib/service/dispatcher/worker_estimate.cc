@@ -26,8 +26,9 @@ JobEstimate EstimateWorkers(int32_t current_workers, const std::vector<ReaderWin
   if (*e.stall_fraction < kStallThreshold || e.elements_per_second <= 0) return e;
   if (current_workers <= 0) return e;  // no worker serves the job: one is the first step
   const double needed = std::ceil(current_workers * demand / e.elements_per_second - 1e-9);
-  e.workers_recommended =
-      static_cast<int32_t>(std::clamp<double>(needed, keep, static_cast<double>(kMaxWorkersRecommended)));
+  // Never below the current number, and above the ceiling only when the job already has more.
+  const double ceiling = std::max<double>(keep, kMaxWorkersRecommended);
+  e.workers_recommended = static_cast<int32_t>(std::clamp<double>(needed, keep, ceiling));
   return e;
 }
 

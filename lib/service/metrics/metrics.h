@@ -5,7 +5,7 @@
 // Worker::Counts), so they cost nothing between scrapes; event counters that the cores do not
 // keep (RPCs by method and code) live in a prometheus-cpp registry here. Names and units follow
 // Prometheus conventions (tfdata_<role>_..._total, _bytes); labels are bounded (methods, status
-// codes, modes, states, and live jobs: nothing per element, dataset or worker). The per-job gauges
+// codes, modes, states, live jobs, and a worker's datasets: nothing per element or worker). The per-job gauges
 // come from Dispatcher::GetStatus, the status page's source.
 //
 // Thread-safe. The core a Metrics object reads must outlive it.

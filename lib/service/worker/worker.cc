@@ -139,7 +139,7 @@ WorkerCounts Worker::Counts() const {
       d.elements_skipped = counters->elements_skipped.load(std::memory_order_relaxed);
     }
   }
-  // Outside mu_: the tasks' own locks (buffer, policy) are never taken under the worker's.
+  // Outside mu_: no need to hold the worker's lock while each task's (buffer, policy) is taken.
   for (const std::shared_ptr<Task>& task : tasks) {
     WorkerCounts::Dataset& d = c.datasets[task->def().dataset_id()];
     ++d.tasks;
