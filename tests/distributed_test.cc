@@ -117,6 +117,16 @@ TEST_CASE("distributed_epoch: a worker dying mid-epoch loses its splits, never d
   REQUIRE(reader.ok());
   std::vector<Element> first(1000);
   for (Element& e : first) REQUIRE(*(*reader)->Next(&e));
+  // Worker 1 must hold splits when it dies: it learns of its task at a heartbeat, which on a busy
+  // machine may come after the first 1000 elements arrived from the others.
+  const std::string dying = cluster.worker(1).address();
+  REQUIRE(WaitFor([&] {
+    const service::StateSnapshot snapshot = cluster.dispatcher().SnapshotForTesting();
+    for (const auto& t : snapshot.tasks()) {
+      if (t.worker_address() == dying && t.splits_assigned() > t.splits_delivered()) return true;
+    }
+    return false;
+  }));
   cluster.StopWorker(1);
   auto values = Int64Scalars(ReadAll(**reader));
   for (int64_t v : Int64Scalars(first)) values.push_back(v);
