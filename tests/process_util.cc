@@ -81,4 +81,16 @@ void CheckEachOnce(const std::string& out, int64_t n) {
   CHECK(counts.rbegin()->first == n - 1);
 }
 
+std::map<std::string, int> LineCounts(const std::string& text) {
+  std::map<std::string, int> counts;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    ++counts[text.substr(start, end - start)];
+    start = end + 1;
+  }
+  return counts;
+}
+
 }  // namespace tfdata::testing

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,7 @@ class Process {
     }
   }
   void Signal(int sig) { kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
   // Exit code, or -signal.
   int Wait() {
     if (!exited_) {
@@ -106,6 +108,9 @@ class FaultTolerantDispatcher {
   std::unique_ptr<Process> process_;
   std::string port_, addr_;
 };
+
+// How many times each line of `text` occurs.
+std::map<std::string, int> LineCounts(const std::string& text);
 
 // `out` is `tfdata read`'s text output of batches ("[a b c d]" per line): CHECKs that it holds
 // each of 0 .. n-1 exactly once.

@@ -20,22 +20,6 @@
 using namespace tfdata::testing;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-std::map<std::string, int> LineCounts(const std::string& text) {
-  std::map<std::string, int> counts;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    ++counts[text.substr(start, end - start)];
-    start = end + 1;
-  }
-  return counts;
-}
-
-}  // namespace
-
 TEST_CASE("processes: dispatcher, two workers, register and read", "[service][process]") {
   TempDir dir;
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--host", "127.0.0.1"},

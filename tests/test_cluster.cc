@@ -218,4 +218,21 @@ service::ReaderOptions ExactlyOnceOptions(const std::string& dataset_id, const s
   return o;
 }
 
+service::TaskInfo OneTask(TestCluster& cluster, const std::string& dataset_id) {
+  auto dispatcher = cluster.NewDispatcherClient();
+  service::GetOrCreateJobRequest job_req;
+  job_req.set_dataset_id(dataset_id);
+  job_req.set_mode(service::PARALLEL_EPOCHS);
+  service::GetOrCreateJobResponse job;
+  REQUIRE(dispatcher->GetOrCreateJob(job_req, &job).ok());
+  service::ClientHeartbeatRequest hb_req;
+  hb_req.set_client_id(job.client_id());
+  service::ClientHeartbeatResponse hb;
+  REQUIRE(WaitFor([&] { return dispatcher->ClientHeartbeat(hb_req, &hb).ok() && hb.tasks_size() == 1; }));
+  // The dispatcher lists a task before the worker has heard of it (its next heartbeat): wait.
+  const int64_t task_id = hb.tasks(0).task_id();
+  REQUIRE(WaitFor([&] { return cluster.worker(0).worker()->Stats(task_id).ok(); }));
+  return hb.tasks(0);
+}
+
 }  // namespace tfdata::testing

@@ -66,6 +66,10 @@ class TestCluster {
   size_t running_ = 0;
 };
 
+// Joins a parallel_epochs job of `dataset_id` as a client and returns its task on worker 0 (waits
+// until that worker runs it). For tests that call a worker's data plane directly.
+service::TaskInfo OneTask(TestCluster& cluster, const std::string& dataset_id);
+
 // A cluster whose dispatcher admits exactly `n` workers (static sharding: its worker list), all
 // started.
 struct StaticCluster {
