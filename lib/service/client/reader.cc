@@ -111,7 +111,9 @@ int64_t Reader::tasks_dropped() const {
 
 int64_t Reader::splits_lost() const {
   absl::MutexLock lock(&mu_);
-  return splits_lost_;
+  // The dispatcher's count covers every task: a floor only for a reader that reads them all.
+  const bool reads_every_task = target_ != TARGET_WORKERS_LOCAL && options_.worker_tag.empty();
+  return reads_every_task ? std::max(splits_lost_, dispatcher_splits_lost_) : splits_lost_;
 }
 
 int64_t Reader::elements_skipped() const {
@@ -181,6 +183,7 @@ absl::Status Reader::HeartbeatOnce() {
   dispatcher_incarnation_ = resp.incarnation_id();
   heard_ = true;
   for (const SplitId& s : resp.splits_confirmed()) ledger_.Forget(s.epoch(), s.split());
+  dispatcher_splits_lost_ = std::max(dispatcher_splits_lost_, resp.splits_lost());
   listed_tasks_.clear();
   for (const TaskInfo& t : resp.tasks()) {
     if (!TaskTargeted(t, target_, options_.worker_tag)) continue;

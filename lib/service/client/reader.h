@@ -119,7 +119,8 @@ class Reader : private JobMembership {
   int64_t num_tasks() const;
   // distributed_epoch: splits lost with the tasks this reader dropped (their worker died): the
   // splits each held and had not reported delivered. Every element missing from the epoch belongs
-  // to one of them; a split counted may have been delivered in part (an upper bound).
+  // to one of them; a split counted may have been delivered in part (an upper bound). A reader of
+  // every task reports at least the dispatcher's count for the iteration.
   int64_t splits_lost() const;
   // Cross-trainer cache: elements this trainer skipped because they had left a worker's window
   // before it asked for them (it fell too far behind the fastest trainer).
@@ -221,6 +222,8 @@ class Reader : private JobMembership {
   std::set<std::string> unreported_ ABSL_GUARDED_BY(mu_);
   int64_t elements_delivered_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
+  // The dispatcher's count for the iteration (ClientHeartbeatResponse.splits_lost).
+  int64_t dispatcher_splits_lost_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t elements_skipped_ ABSL_GUARDED_BY(mu_) = 0;
   // Exactly-once jobs: what was received of each split (responses with split runs).
   SplitLedger ledger_ ABSL_GUARDED_BY(mu_);

@@ -315,6 +315,7 @@ absl::Status Dispatcher::ClientHeartbeat(const ClientHeartbeatRequest& req, Clie
     info->set_starting_round(ended.starting_round);
     info->set_ending_round(ended.ending_round);
   }
+  if (!ExactlyOnceLocked(*iteration_id)) resp->set_splits_lost(iteration->splits_lost);
   if (state_.FindJob(iteration->job_id)->num_consumers > 0) GrantRoundsLocked(req, resp);
   if (ExactlyOnceLocked(*iteration_id)) TFD_RETURN_IF_ERROR(ConfirmReceiptsLocked(req, *iteration_id, resp));
   resp->set_iteration_finished(state_.IterationFinished(*iteration_id));
