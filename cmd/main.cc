@@ -2,6 +2,7 @@
 #include <malloc.h>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/mutex.h"
 #include "cmd/common.h"
 #include "cmd/subcommands.h"
 
@@ -14,6 +15,11 @@ int main(int argc, char** argv) {
   // keeping them in the heap measured 10 % more data-plane throughput (docs/performance.md).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // Debian's abseil is built with its debug default of checking lock order on every Mutex
+  // acquisition (a graph lookup per lock: GraphCycles::GetId alone was 2 % of a perf profile of a
+  // scalar read). The tests keep the check; the binary, whose locks the tests and the
+  // -Wthread-safety build check, does not pay for it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"tfdata: a standalone input-data service for machine learning (tf.data service, without TensorFlow)"};
   app.footer(
       "Exit codes: 0 success; 1 the pipeline failed while running (bad data, corrupt file, I/O error)\n"

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/synchronization/mutex.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -22,6 +23,8 @@ void BindFunctions(nanobind::module_& m);
 
 NB_MODULE(_native, m) {
   m.doc() = "tfdata's C++ core; use the tfdata package, not this module.";
+  // As the tfdata binary (cmd/main.cc): no lock-order check on every Mutex acquisition.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   tfdata::python::BindElements(m);
   tfdata::python::BindIterator(m);
   tfdata::python::BindPipelines(m);
