@@ -1,7 +1,7 @@
 """Reads a pipeline through the service from Python, touching each element, and prints one JSON
 line: steady-state rate after a warm-up, and where the time went (bench/python.sh runs it).
 
-    python bench/python_read.py PIPELINE --dispatcher HOST:PORT [--duration 4] [--warmup 1]
+    python bench/python_read.py PIPELINE --dispatcher HOST:PORT [--duration 4] [--warmup 1] [--transfer auto]
 """
 import argparse
 import json
@@ -20,11 +20,14 @@ def main():
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--source", choices=["service", "local"], default="service",
                         help="local: pipeline.run() in this process (no service), for the per-element cost")
+    parser.add_argument("--transfer", choices=["auto", "grpc", "shm"], default="auto",
+                        help="the data plane (data_transfer_protocol)")
     args = parser.parse_args()
     pipeline = tfdata.Pipeline.from_file(args.pipeline)
     if args.source == "service":
         dataset_id = tfdata.register_dataset(args.dispatcher, pipeline, compression=None)
-        it = iter(tfdata.from_dataset_id("parallel_epochs", args.dispatcher, dataset_id))
+        it = iter(tfdata.from_dataset_id("parallel_epochs", args.dispatcher, dataset_id,
+                                         data_transfer_protocol=args.transfer))
     else:
         it = pipeline.run()
     start = time.perf_counter()

@@ -14,11 +14,7 @@ tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 source bench/one_worker.sh
-iperf() {
-  iperf3 -s -1 -p 5201 >/dev/null 2>&1 & sleep 0.3
-  echo "iperf3 loopback TCP: $(iperf3 -c 127.0.0.1 -p 5201 -t 3 -f g | grep receiver | awk '{print $7, $8}')"
-  wait $! 2>/dev/null || true
-}
+source bench/iperf.sh
 # Each configuration three times: loopback figures on a shared 2-core VM vary by +-10 %.
 run() { for _ in 1 2 3; do echo "$1: $( { "${@:2}" --format null 2>&1 >/dev/null; } | tail -1)"; done; }
 iperf

@@ -20,13 +20,14 @@ struct BenchFlags {
   double step_time_ms = 0;
   bool json = false;
   std::string dispatcher;
+  std::string transfer = "auto";
   service::SecurityFiles security;
 };
 
 // Registers the pipeline, repeated, with a live cluster and reads it with one reader (a job of its
 // own, parallel_epochs: every worker runs the whole pipeline) for the same warm-up and duration.
 absl::StatusOr<ImpactReport::Service> MeasureService(const LoadedPipeline& loaded, const std::string& address,
-                                                     double warmup, double duration) {
+                                                     const std::string& transfer, double warmup, double duration) {
   service::GrpcDispatcherClient client(address);
   service::RegisterDatasetRequest req;
   *req.mutable_pipeline() = WithRepeat(loaded.pipeline);
@@ -34,6 +35,7 @@ absl::StatusOr<ImpactReport::Service> MeasureService(const LoadedPipeline& loade
   if (auto st = client.RegisterDataset(req, &resp); !st.ok()) return st;
   service::ReaderOptions options;
   options.dataset_id = resp.dataset_id();
+  options.protocol = transfer;
   auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(address));
   if (!reader.ok()) return reader.status();
   auto t = MeasureReads([&](Element* e) { return (*reader)->Next(e); }, warmup, duration, StopFlag());
@@ -84,7 +86,7 @@ int Bench(const BenchFlags& f) {
   ImpactReport report = ComputeImpact(*p, *r, model, NumCores());
   if (!address.empty()) {
     if (!f.json) fmt::print(stderr, "measuring through the service at {} for {} s...\n", address, f.duration);
-    auto s = MeasureService(*loaded, address, f.warmup, f.duration);
+    auto s = MeasureService(*loaded, address, f.transfer, f.warmup, f.duration);
     if (StopRequested()) return kExitInterrupted;
     if (!s.ok()) return Fail(s.status(), kExitRuntimeError);
     report.service = *s;
@@ -112,6 +114,11 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   sub->add_option("--dispatcher", flags->dispatcher,
                   "Also measure through this live cluster (HOST:PORT): the pipeline, repeated, read by one reader");
+  sub->add_option("--transfer", flags->transfer,
+                  "With --dispatcher: the data plane, auto (shared memory to workers on this host, else gRPC), grpc "
+                  "or shm")
+      ->check(CLI::IsMember({"auto", "grpc", "shm"}))
+      ->capture_default_str();
   AddSecurityFlags(sub, &flags->security, service::SecurityRole::kClient);
   sub->callback([flags, action] { *action = [flags] { return Bench(*flags); }; });
 }

@@ -27,7 +27,9 @@ int RunLocal(const LocalFlags& f) {
   auto mode = ParseModeFlag(f.mode);
   if (!mode.ok()) return Fail(mode.status(), kExitUsage);
   if (f.workers < 1) return Fail("--workers must be at least 1", kExitUsage);
-  if (f.transfer != "local" && f.transfer != "grpc") return Fail("--transfer: expected local or grpc", kExitUsage);
+  if (f.transfer != "local" && f.transfer != "grpc" && f.transfer != "shm" && f.transfer != "auto") {
+    return Fail("--transfer: expected local, shm, grpc or auto", kExitUsage);
+  }
   if (auto format = ParseOutputFormat(f.output.format); !format.ok()) return Fail(format.status(), kExitUsage);
   int64_t max_task_memory = DefaultTaskMemoryLimit();
   if (!f.max_task_memory.empty()) {
@@ -93,7 +95,9 @@ void AddLocalCommand(CLI::App& app, std::function<int()>* action) {
                   "distributed_epoch (alias dynamic: the source is split among the workers, each element once), or a "
                   "static sharding policy: file, data, file_or_data, hint (needs dispatcher --worker-addresses)")
       ->capture_default_str();
-  sub->add_option("--transfer", f->transfer, "Data plane between workers and reader: local (in-process) or grpc")
+  sub->add_option(
+         "--transfer", f->transfer,
+         "Data plane between workers and reader: local (in-process), shm (shared memory), grpc, or auto (local)")
       ->capture_default_str();
   AddOutputFlags(sub, &f->output);
   AddPythonFlags(sub, &f->python);

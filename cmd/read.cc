@@ -36,6 +36,7 @@ struct ReadFlags {
   std::string target_workers = "auto";
   std::string worker_tag;
   std::string compression = "none";
+  std::string transfer = "auto";
   OutputFlags output;
   std::string log_level = "warn";
   service::SecurityFiles security;
@@ -116,6 +117,7 @@ int RunRead(const ReadFlags& f) {
     options.consumer_index = f.consumer_index;
     options.mode = *mode;
     options.max_outstanding_rounds = f.max_outstanding_requests;
+    options.protocol = f.transfer;
     auto reader =
         service::CoordinatedReader::Create(options, std::make_unique<service::GrpcDispatcherClient>(*address));
     if (!reader.ok()) return Fail(reader.status(), kExitRuntimeError);
@@ -140,6 +142,7 @@ int RunRead(const ReadFlags& f) {
   options.max_outstanding_requests = f.max_outstanding_requests;
   options.exactly_once = exactly_once;
   options.deterministic = f.deterministic;
+  options.protocol = f.transfer;
   for (const std::string& path : f.resume) {
     auto state = service::ReadReadStateFile(path);
     if (!state.ok()) return Fail(state.status(), kExitRuntimeError);
@@ -226,6 +229,11 @@ void AddReadCommand(CLI::App& app, std::function<int()>* action) {
                   "process runs a worker, else any)")
       ->capture_default_str();
   sub->add_option("--worker-tag", f->worker_tag, "Read only from workers started with this --tag");
+  sub->add_option("--transfer", f->transfer,
+                  "Data plane: auto (shared memory to workers on this host, else gRPC), grpc, or shm (this host's "
+                  "workers only)")
+      ->check(CLI::IsMember({"auto", "grpc", "shm"}))
+      ->capture_default_str();
   sub->add_option("--compression", f->compression,
                   "When registering PIPELINE: none, snappy or auto (see tfdata register)")
       ->capture_default_str();

@@ -31,6 +31,7 @@ struct WorkerFlags {
   std::vector<std::string> allowed_paths;
   std::string round_expiry = "30s";
   double link_gbps = 10;
+  bool no_shared_memory = false;
   service::SecurityFiles security;
   PythonFlags python;
   MetricsFlags metrics;
@@ -54,6 +55,7 @@ int RunWorker(const WorkerFlags& f) {
   options.host = f.host;
   options.port = f.port;
   options.worker_address = f.worker_address;
+  options.shared_memory = !f.no_shared_memory;
   options.config.heartbeat_interval = *hb;
   auto retry = ParseDurationFlag(f.dispatcher_retry, "--dispatcher-retry");
   if (!retry.ok()) return Fail(retry.status(), kExitUsage);
@@ -130,6 +132,8 @@ void AddWorkerCommand(CLI::App& app, std::function<int()>* action) {
   sub->add_option("--heartbeat-interval", f->heartbeat_interval, "Time between heartbeats to the dispatcher")
       ->capture_default_str();
   sub->add_flag("--allow-plugins", f->allow_plugins, "Let pipelines load user functions from shared libraries");
+  sub->add_flag("--no-shared-memory", f->no_shared_memory,
+                "Serve readers on this host over gRPC only (by default they read through shared memory)");
   AddPythonFlags(sub, &f->python);
   AddMetricsFlags(sub, &f->metrics);
   sub->add_option("--tag", f->tags,

@@ -235,4 +235,13 @@ service::TaskInfo OneTask(TestCluster& cluster, const std::string& dataset_id) {
   return hb.tasks(0);
 }
 
+service::GetElementsRequest ElementsRequest(int64_t task_id, int max_elements, int64_t max_bytes) {
+  service::GetElementsRequest req;
+  req.set_task_id(task_id);
+  req.set_max_elements(max_elements);
+  req.set_max_bytes(max_bytes);
+  req.set_timeout_ms(2000);
+  return req;
+}
+
 }  // namespace tfdata::testing

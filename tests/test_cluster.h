@@ -70,6 +70,9 @@ class TestCluster {
 // until that worker runs it). For tests that call a worker's data plane directly.
 service::TaskInfo OneTask(TestCluster& cluster, const std::string& dataset_id);
 
+// A GetElements request for `task_id` with these bounds and a 2 s wait.
+service::GetElementsRequest ElementsRequest(int64_t task_id, int max_elements = 16, int64_t max_bytes = 1 << 20);
+
 // A cluster whose dispatcher admits exactly `n` workers (static sharding: its worker list), all
 // started.
 struct StaticCluster {

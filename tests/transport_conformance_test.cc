@@ -22,15 +22,6 @@ std::vector<std::string> Transports() {
   return names;
 }
 
-service::GetElementsRequest Request(int64_t task_id, int max_elements = 16, int64_t max_bytes = 1 << 20) {
-  service::GetElementsRequest req;
-  req.set_task_id(task_id);
-  req.set_max_elements(max_elements);
-  req.set_max_bytes(max_bytes);
-  req.set_timeout_ms(2000);
-  return req;
-}
-
 }  // namespace
 
 TEST_CASE("transport conformance: a task's whole stream, in order, first_index, then end of sequence",
@@ -45,7 +36,7 @@ TEST_CASE("transport conformance: a task's whole stream, in order, first_index, 
     std::vector<int64_t> values;
     bool ended = false;
     for (int calls = 0; calls < 100 && !ended; ++calls) {
-      auto r = (*client)->GetElements(Request(task.task_id(), 16));
+      auto r = (*client)->GetElements(ElementsRequest(task.task_id(), 16));
       INFO(r.status().ToString());
       REQUIRE(r.ok());
       CHECK(r->first_index == static_cast<int64_t>(values.size()));  // nothing skipped, nothing twice
@@ -58,7 +49,7 @@ TEST_CASE("transport conformance: a task's whole stream, in order, first_index, 
     for (int i = 0; i < 100; ++i) expected[i] = i;
     CHECK(values == expected);
     // After the end, the end again, with no elements.
-    auto again = (*client)->GetElements(Request(task.task_id()));
+    auto again = (*client)->GetElements(ElementsRequest(task.task_id()));
     REQUIRE(again.ok());
     CHECK(again->end_of_sequence);
     CHECK(again->elements.empty());
@@ -74,11 +65,11 @@ TEST_CASE("transport conformance: response bounds, the first element always incl
         OneTask(cluster, cluster.Register("op { range { stop: 10000 } } op { batch { batch_size: 1000 } }"));
     auto client = service::MakeDataTransferClient(name, task.worker_address());
     REQUIRE(client.ok());
-    auto small = (*client)->GetElements(Request(task.task_id(), 16, /*max_bytes=*/100));
+    auto small = (*client)->GetElements(ElementsRequest(task.task_id(), 16, /*max_bytes=*/100));
     REQUIRE(small.ok());
     REQUIRE(small->elements.size() == 1);  // over the byte bound, but never an empty answer
     CHECK(small->elements[0].at(0).num_elements() == 1000);
-    auto two = (*client)->GetElements(Request(task.task_id(), /*max_elements=*/2));
+    auto two = (*client)->GetElements(ElementsRequest(task.task_id(), /*max_elements=*/2));
     REQUIRE(two.ok());
     CHECK(two->elements.size() <= 2);
     CHECK(two->first_index == 1);
@@ -91,7 +82,7 @@ TEST_CASE("transport conformance: an unknown task is NOT_FOUND", "[transport][cl
     INFO("transport " << name);
     auto client = service::MakeDataTransferClient(name, cluster.worker(0).address());
     REQUIRE(client.ok());
-    auto r = (*client)->GetElements(Request(/*task_id=*/987654));
+    auto r = (*client)->GetElements(ElementsRequest(/*task_id=*/987654));
     REQUIRE(!r.ok());
     CHECK(absl::IsNotFound(r.status()));
   }
@@ -104,9 +95,9 @@ TEST_CASE("transport conformance: a stopped worker is a transport error, never a
     const service::TaskInfo task = OneTask(cluster, cluster.Register("op { range { stop: 1000000 } }"));
     auto client = service::MakeDataTransferClient(name, task.worker_address());
     REQUIRE(client.ok());
-    REQUIRE((*client)->GetElements(Request(task.task_id())).ok());
+    REQUIRE((*client)->GetElements(ElementsRequest(task.task_id())).ok());
     cluster.StopWorker(0);
-    auto r = (*client)->GetElements(Request(task.task_id()));
+    auto r = (*client)->GetElements(ElementsRequest(task.task_id()));
     REQUIRE(!r.ok());
     INFO(r.status().ToString());
     // What readers treat as "worker unreachable": they give the task up and count it dropped.
@@ -127,7 +118,7 @@ TEST_CASE("transport conformance: a compressed dataset's elements arrive unchang
     std::vector<int64_t> values;
     bool ended = false;
     for (int calls = 0; calls < 100 && !ended; ++calls) {
-      auto r = (*client)->GetElements(Request(task.task_id()));
+      auto r = (*client)->GetElements(ElementsRequest(task.task_id()));
       REQUIRE(r.ok());
       for (const Element& e : r->elements) {
         REQUIRE(e.at(0).num_elements() == 400);

@@ -16,6 +16,7 @@
 #include "lib/service/client/reader.h"
 #include "lib/service/client/register_dataset.h"
 #include "lib/service/common/address.h"
+#include "lib/service/common/local_workers.h"
 #include "lib/service/common/wire_compression.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/grpc/security.h"
@@ -286,8 +287,9 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
                             std::optional<std::vector<std::string>> names) {
   if (!service::ProcessingMode_IsValid(mode) || mode == 0) throw nb::value_error("unknown processing mode");
   if (max_outstanding_requests < 1) throw nb::value_error("max_outstanding_requests must be at least 1");
-  if (protocol != "grpc" && protocol != "local") {
-    throw nb::value_error(("data_transfer_protocol: \"" + protocol + "\" is not one of grpc, local").c_str());
+  if (protocol != "grpc" && protocol != "local" && protocol != "shm" && protocol != "auto") {
+    throw nb::value_error(
+        ("data_transfer_protocol: \"" + protocol + "\" is not one of auto, grpc, shm, local").c_str());
   }
   auto client = Client(address);
   std::vector<service::ReadState> resume;
@@ -297,7 +299,9 @@ ElementIterator* OpenReader(const std::string& address, const std::string& datas
   }
   ElementFormat format;
   format.names = std::move(names);
-  format.writable = protocol == "grpc";  // the in-process plane shares the worker's buffers
+  // The in-process plane shares the worker's buffers; gRPC's and shared memory's are the reader's
+  // own ("auto" reads a worker of this process in process).
+  format.writable = protocol == "grpc" || protocol == "shm" || (protocol == "auto" && !service::AnyLocalWorker());
   std::unique_ptr<ElementSource> source;
   absl::Status error;
   {

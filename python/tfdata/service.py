@@ -245,7 +245,9 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
     cross_trainer_cache: a CrossTrainerCache: trainers of one job each read the whole stream.
     target_workers: "AUTO", "ANY" or "LOCAL" (workers in this process or on this host).
     worker_tag: read only from workers started with this tag.
-    data_transfer_protocol: "grpc" (default) or "local" (workers in this process, no copies).
+    data_transfer_protocol: None or "auto" (default: the fastest plane that reaches each worker:
+      in process, else shared memory on this host, else gRPC), "grpc", "shm" (workers on this
+      host only) or "local" (workers in this process only, no copies).
     exactly_once: distributed_epoch only: every element once per epoch even when workers die (a
       lost worker's splits are produced again elsewhere; docs/guarantees.md). Each split goes
       through the pipeline on its own, so the pipeline must be deterministic per split (seeded
@@ -304,9 +306,10 @@ def from_dataset_id(processing_mode, service, dataset_id, element_spec=None, job
             raise ValueError("cross_trainer_cache and coordinated reads (num_consumers) do not go together")
     if not isinstance(target_workers, str) or target_workers.lower() not in _TARGET_WORKERS:
         raise ValueError(f"target_workers: {target_workers!r} is not one of 'AUTO', 'ANY', 'LOCAL'")
-    protocol = data_transfer_protocol or "grpc"
-    if protocol not in ("grpc", "local"):
-        raise ValueError(f"data_transfer_protocol: {data_transfer_protocol!r} is not one of 'grpc', 'local'")
+    protocol = data_transfer_protocol or "auto"
+    if protocol not in ("auto", "grpc", "shm", "local"):
+        raise ValueError(
+            f"data_transfer_protocol: {data_transfer_protocol!r} is not one of 'auto', 'grpc', 'shm', 'local'")
     if worker_tag is not None and not isinstance(worker_tag, str):
         raise TypeError(f"worker_tag: expected a str, got {type(worker_tag).__name__}")
     if not isinstance(exactly_once, bool):

@@ -273,8 +273,9 @@ def test_compression_auto_compresses_over_a_1_gbit_link_to_the_trainer_host(net,
     hosts.netem("worker1", rate_mbit=1000, delay_ms=delay)
     w1 = net.start_worker("worker1", args=["--link-gbps", "1"])
     link, served = hosts.link_stats("worker1"), _served_bytes(net, w1)
+    # Over gRPC (the data plane this is about; by default the reader would use shared memory).
     code, got, err = net.read("trainer", _pipeline(tmp_path, "c", COMPRESSIBLE), "--compression", "auto",
-                              "--format", "null")
+                              "--format", "null", "--transfer", "grpc")
     assert code == 0, err + net.logs()
     assert re.match(r"245 elements", err), err
     decisions = _decisions(w1)
@@ -295,8 +296,9 @@ def test_compression_auto_does_not_compress_for_a_reader_over_loopback(net, host
     # A worker on the trainer's host advertising its loopback address: the trainer reaches it there.
     local = net.start_worker("trainer", advertise="127.0.0.1:%port%", args=["--link-gbps", "1"])
     lo, served = hosts.loopback_stats("trainer"), _served_bytes(net, local)
+    # Over gRPC (the data plane this is about; by default the reader would use shared memory).
     code, got, err = net.read("trainer", _pipeline(tmp_path, "c", COMPRESSIBLE), "--compression", "auto",
-                              "--format", "null")
+                              "--format", "null", "--transfer", "grpc")
     assert code == 0, err + net.logs()
     assert re.match(r"245 elements", err), err
     # No snappy measurement and no compression: the elements crossed loopback at full size.
@@ -313,12 +315,31 @@ def test_compression_auto_does_not_compress_for_a_reader_on_the_workers_host_at_
     lo, served = hosts.loopback_stats("worker1"), _served_bytes(net, w1)
     # The reader on worker1's own host: it connects to the advertised address, a local one.
     code, got, err = net.read("worker1", _pipeline(tmp_path, "c", COMPRESSIBLE), "--compression", "auto",
-                              "--format", "null", "--target-workers", "local")
+                              "--format", "null", "--target-workers", "local", "--transfer", "grpc")
     assert code == 0, err + net.logs()
     served = _served_bytes(net, w1) - served
     assert served == COMPRESSIBLE_BYTES
     assert [d[5] for d in _decisions(w1)] in ([], ["not compressing"]), _decisions(w1)
     assert hosts.loopback_stats("worker1")["tx_bytes"] - lo["tx_bytes"] >= served
+
+
+def test_a_reader_on_the_workers_host_reads_through_shared_memory_one_on_another_host_over_the_network(
+        net, hosts, tmp_path):
+    net.start_dispatcher()
+    w1 = net.start_worker("worker1")  # advertises 10.213.K.2:%port%
+    pipeline = _pipeline(tmp_path, "c", COMPRESSIBLE)
+    # On worker1's host, by default: the shared-memory plane, so the elements cross no interface.
+    lo, served = hosts.loopback_stats("worker1"), _served_bytes(net, w1)
+    code, got, err = net.read("worker1", pipeline, "--format", "null", "--target-workers", "local")
+    assert code == 0, err + net.logs()
+    served = _served_bytes(net, w1) - served
+    assert served == COMPRESSIBLE_BYTES
+    assert hosts.loopback_stats("worker1")["tx_bytes"] - lo["tx_bytes"] < served / 10
+    # Forced to shared memory from the trainer's host (another network namespace): the worker's
+    # socket is not there, the task is dropped with the reason, nothing is read.
+    code, got, err = net.read("trainer", pipeline, "--format", "null", "--transfer", "shm")
+    assert code == 1, err
+    assert "no shared-memory data plane on this host" in err, err
 
 
 # --- distributed_epoch across hosts ------------------------------------------------------------

@@ -191,7 +191,9 @@ def test_dicts_from_parse_example_through_the_service(cluster, tmpdir_path):
 def test_zero_copy_arrays_point_into_the_received_buffer(cluster):
     n = 1 << 17  # 1 MiB of int64
     p = Pipeline.from_tensor_slices(np.arange(4 * n, dtype=np.int64).reshape(4, n))
-    ds = p.apply(tfdata.distribute("parallel_epochs", cluster.target, compression=None))
+    # Over gRPC: the in-process workers would otherwise be read in process ("auto").
+    ds = p.apply(tfdata.distribute("parallel_epochs", cluster.target, compression=None,
+                                   data_transfer_protocol="grpc"))
     it = iter(ds)
     arrays = [next(it), next(it)]
     for a in arrays:

@@ -38,7 +38,7 @@ struct CoordinatedReadOptions {
   // parallel_epochs: every worker runs the whole pipeline; distributed_epoch: the workers share
   // its splits, so the rounds together see each element of an epoch at most once.
   ProcessingMode mode = PARALLEL_EPOCHS;
-  std::string protocol = "grpc";  // data plane: "grpc" or "local"
+  std::string protocol = "grpc";  // data plane: "grpc", "local", "shm" or "auto" (the CLI's and Python's default)
   absl::Duration heartbeat_interval = absl::Milliseconds(200);
   // Rounds fetched ahead of Next(), at most (each round is one request).
   int max_outstanding_rounds = 8;

@@ -43,7 +43,7 @@ struct ReaderOptions {
   int max_outstanding_requests = 4;
   // Requests in flight to one task, at most: 2 overlaps one response's transfer with the next.
   int max_requests_per_task = 2;
-  std::string protocol = "grpc";  // data plane: "grpc" or "local"
+  std::string protocol = "grpc";  // data plane: "grpc", "local", "shm" or "auto" (the CLI's and Python's default)
   absl::Duration heartbeat_interval = absl::Milliseconds(200);
   // Bounds of one GetElements response.
   int max_elements_per_request = 4096;

@@ -3,6 +3,8 @@
 //   "grpc"   a remote worker's WorkerService (lib/service/grpc/grpc_worker.cc registers it)
 //   "local"  a worker in this process, called directly: no serialization, no copies (built in;
 //            workers list themselves in local_workers.h)
+//   "shm"    a worker on this host, through shared memory (lib/service/shm; registered with "grpc")
+//   "auto"   the first of local, shm, grpc that reaches the worker
 // MakeDataTransferClient picks one by name; the transport tests run against every registered one.
 //
 // Clients are thread-safe; each call is bounded in time by the request's timeout plus a margin.

@@ -6,6 +6,7 @@
 #include "lib/service/common/elements_wire.h"
 #include "lib/service/common/host_util.h"
 #include "lib/service/grpc/grpc_util.h"
+#include "lib/service/shm/shm_client.h"
 
 namespace tfdata::service {
 namespace {
@@ -167,6 +168,11 @@ void RegisterGrpcTransport() {
   static const bool registered = [] {
     RegisterTransport("grpc", [](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
       return std::make_unique<GrpcDataTransferClient>(address, GetClientSecurity());
+    });
+    // "shm" and "auto" present the same token as gRPC calls.
+    shm::RegisterShmTransports([] {
+      auto security = GetClientSecurity();
+      return security ? security->token : std::string();
     });
     return true;
   }();

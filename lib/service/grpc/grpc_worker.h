@@ -53,7 +53,8 @@ class GrpcWorkerService final : public WorkerService::WithRawMethod_GetElements<
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Registers "grpc" with the transport registry (common/data_transfer.h); idempotent and
+// Registers "grpc", and with it "shm" and "auto" (shm/shm_client.h), with the transport registry
+// (common/data_transfer.h); idempotent and
 // thread-safe. GrpcDispatcherClient's constructor calls it: a static library's object file runs
 // its static initializers only when something references it, and a program that only reads
 // (GrpcDispatcherClient and a Reader) would otherwise not know "grpc".

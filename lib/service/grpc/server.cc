@@ -110,6 +110,14 @@ absl::Status WorkerServer::Start() {
   // reach the worker before its first heartbeat, which Start() sends with this address.
   address_ = absl::StrReplaceAll(options_.worker_address, {{"%port%", absl::StrCat(port_)}});
   worker_->SetAddress(address_);
+  if (options_.shared_memory) {
+    auto shm = shm::ShmServer::Start(worker_.get(), address_, options_.security ? options_.security->token : "");
+    if (shm.ok()) {
+      shm_server_ = *std::move(shm);
+    } else {
+      spdlog::warn("worker {}: no shared-memory data plane: {}", address_, std::string(shm.status().message()));
+    }
+  }
   worker_->Start();
   spdlog::info("worker {}: serving{}, dispatcher {}", address_, DescribeServerSecurity(options_.security.get()),
                options_.dispatcher_address);
@@ -124,6 +132,7 @@ void WorkerServer::Leave() {
 void WorkerServer::Stop() {
   // The core first: its tasks stop, so calls waiting for elements return at once.
   if (worker_) worker_->Stop();
+  if (shm_server_) shm_server_->Stop();
   Shutdown(server_, [this] { service_->Shutdown(); });
 }
 

@@ -8,6 +8,9 @@
 // Security (security.h; null: plaintext, no token): a server with a certificate speaks TLS only,
 // with a CA it also requires client certificates, and with a token it refuses calls without it.
 //
+// A worker also serves readers on its own host through shared memory (WorkerServerOptions
+// .shared_memory; the "shm" plane, lib/service/shm), with the same token.
+//
 // Both servers also serve the standard gRPC health service (grpc.health.v1.Health, for probes:
 // SERVING for "" and for the tfdata service once it answers, NOT_SERVING while a dispatcher
 // replays its journal and once Stop begins) and server reflection (grpc.reflection.v1alpha, so
@@ -22,6 +25,7 @@
 #include "lib/service/dispatcher/dispatcher.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
 #include "lib/service/grpc/grpc_worker.h"
+#include "lib/service/shm/shm_server.h"
 #include "lib/service/worker/worker.h"
 
 namespace tfdata::service {
@@ -63,6 +67,9 @@ struct WorkerServerOptions {
   // Both roles: the worker's server, and its client of the dispatcher (the CA verifies the
   // dispatcher, the certificate is presented to it, the token is sent).
   std::shared_ptr<const Security> security;
+  // Also serve readers of this host through shared memory (lib/service/shm), under the
+  // advertised address. When another process holds that name, the worker serves gRPC only.
+  bool shared_memory = true;
 };
 
 class WorkerServer {
@@ -84,6 +91,7 @@ class WorkerServer {
   std::shared_ptr<Worker> worker_;
   std::unique_ptr<GrpcWorkerService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<shm::ShmServer> shm_server_;
   int port_ = 0;
   std::string address_;
 };
