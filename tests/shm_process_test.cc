@@ -49,10 +49,8 @@ TEST_CASE("shm processes: a reader killed with SIGKILL mid-stream leaks nothing,
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--host", "127.0.0.1"},
                      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
-  Process worker({"worker", "--dispatcher", addr, "--port-file", dir.Join("w.port"), "--heartbeat-interval", "100ms"},
-                 dir.Join("w"));
-  WaitForPort(dir.Join("w.port"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto workers = StartWorkers(dir, addr, 1);
+  Process& worker = *workers[0];
   REQUIRE(ShmObjects(worker.pid()) == 0);
   // 64 KiB elements, endless: the reader is mid-stream whenever it is killed.
   WriteFile(dir.Join("big.pbtxt"), "op { range { stop: 1000000000000 } } op { batch { batch_size: 8192 } }");
@@ -82,14 +80,8 @@ TEST_CASE("shm processes: a worker killed with SIGKILL mid-stream, the reader go
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--worker-timeout", "1s"},
                      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
-  Process w1({"worker", "--dispatcher", addr, "--port-file", dir.Join("w1.port"), "--heartbeat-interval", "100ms"},
-             dir.Join("w1"));
-  auto w2 = std::make_unique<Process>(std::vector<std::string>{"worker", "--dispatcher", addr, "--port-file",
-                                                               dir.Join("w2.port"), "--heartbeat-interval", "100ms"},
-                                      dir.Join("w2"));
-  WaitForPort(dir.Join("w1.port"));
-  WaitForPort(dir.Join("w2.port"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto workers = StartWorkers(dir, addr, 2);
+  Process* w2 = workers[1].get();
   // 2000 elements at 1 ms each: about 2 s per worker.
   WriteFile(dir.Join("slow.pbtxt"), "op { range { stop: 2000 } } op { map { fn { sleep { micros: 1000 } } } }");
   Process reader({"read", "--dispatcher", addr, dir.Join("slow.pbtxt"), "--transfer", "shm"}, dir.Join("r"));
@@ -108,11 +100,7 @@ TEST_CASE("shm processes: --transfer shm to a worker without the plane names the
   Process dispatcher({"dispatcher", "--port", "0", "--port-file", dir.Join("d.port"), "--host", "127.0.0.1"},
                      dir.Join("d"));
   const std::string addr = "127.0.0.1:" + WaitForPort(dir.Join("d.port"));
-  Process worker({"worker", "--dispatcher", addr, "--port-file", dir.Join("w.port"), "--heartbeat-interval", "100ms",
-                  "--no-shared-memory"},
-                 dir.Join("w"));
-  WaitForPort(dir.Join("w.port"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto workers = StartWorkers(dir, addr, 1, {"--no-shared-memory"});
   WriteFile(dir.Join("r.pbtxt"), "op { range { stop: 1000 } }");
   auto shm = RunTfdata({"read", "--dispatcher", addr, dir.Join("r.pbtxt"), "--transfer", "shm", "-q"});
   CHECK(shm.exit_code == 1);  // its one task dropped: nothing read

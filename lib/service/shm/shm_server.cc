@@ -30,15 +30,16 @@ bool SameToken(const std::string& a, const std::string& b) {
 
 // A memfd of the worker's for a response that does not fit the reader's span.
 absl::StatusOr<UniqueFd> WriteOverflow(const std::vector<Element>& elements, size_t bytes, ShmResponse* response) {
-  auto fd = CreateSealedMemfd("tfdata-shm-response", std::max<size_t>(bytes, 1));
+  const size_t size = std::max<size_t>(bytes, 1);  // a memfd of 0 bytes cannot be mapped
+  auto fd = CreateSealedMemfd("tfdata-shm-response", size);
   if (!fd.ok()) return fd.status();
-  void* p = mmap(nullptr, std::max<size_t>(bytes, 1), PROT_READ | PROT_WRITE, MAP_SHARED, fd->get(), 0);
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd->get(), 0);
   if (p == MAP_FAILED) {
     return absl::ResourceExhaustedError(
         absl::StrCat("shared-memory data plane: mapping ", bytes, " bytes: ", std::strerror(errno)));
   }
   absl::Status st = WriteFrames(elements, static_cast<uint8_t*>(p), response);
-  munmap(p, std::max<size_t>(bytes, 1));
+  munmap(p, size);
   if (!st.ok()) return st;
   response->set_overflow(true);
   return fd;
@@ -89,13 +90,6 @@ void ShmServer::Stop() {
   for (Connection& c : connections) {
     if (c.thread.joinable()) c.thread.join();
   }
-}
-
-int ShmServer::connections() const {
-  absl::MutexLock lock(&mu_);
-  int n = 0;
-  for (const Connection& c : connections_) n += c.done ? 0 : 1;
-  return n;
 }
 
 void ShmServer::AcceptLoop() {

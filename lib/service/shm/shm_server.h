@@ -41,9 +41,6 @@ class ShmServer {
   ShmServer& operator=(const ShmServer&) = delete;
   void Stop();
 
-  // Connections open now (tests).
-  int connections() const;
-
  private:
   struct Connection {
     UniqueFd socket;

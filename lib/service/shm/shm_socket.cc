@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,15 @@ absl::StatusOr<std::pair<sockaddr_un, socklen_t>> AbstractAddress(const std::str
   }
   std::memcpy(sa.sun_path + 1, name.data(), name.size());
   return std::make_pair(sa, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size()));
+}
+
+// A new SOCK_SEQPACKET Unix socket and the abstract address of the worker at `address`.
+absl::StatusOr<std::pair<UniqueFd, std::pair<sockaddr_un, socklen_t>>> SocketFor(const std::string& address) {
+  auto sa = AbstractAddress(address);
+  if (!sa.ok()) return sa.status();
+  UniqueFd fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!fd) return Errno("socket", errno);
+  return std::make_pair(std::move(fd), *sa);
 }
 
 // Waits until `socket` is ready for `events`; false on timeout.
@@ -66,11 +76,10 @@ UniqueFd::~UniqueFd() {
 std::string SocketName(const std::string& address) { return absl::StrCat("tfdata-shm:", address); }
 
 absl::StatusOr<UniqueFd> Listen(const std::string& address) {
-  auto sa = AbstractAddress(address);
-  if (!sa.ok()) return sa.status();
-  UniqueFd fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!fd) return Errno("socket", errno);
-  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa->first), sa->second) != 0) {
+  auto s = SocketFor(address);
+  if (!s.ok()) return s.status();
+  auto& [fd, sa] = *s;
+  if (bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa.first), sa.second) != 0) {
     if (errno == EADDRINUSE) {
       return absl::AlreadyExistsError(
           absl::StrCat("shared-memory data plane: another process serves \"@", SocketName(address), "\" on this host"));
@@ -78,19 +87,18 @@ absl::StatusOr<UniqueFd> Listen(const std::string& address) {
     return Errno(absl::StrCat("binding @", SocketName(address)), errno);
   }
   if (listen(fd.get(), 128) != 0) return Errno("listen", errno);
-  return fd;
+  return std::move(fd);
 }
 
 absl::StatusOr<UniqueFd> Connect(const std::string& address) {
-  auto sa = AbstractAddress(address);
-  if (!sa.ok()) return sa.status();
-  UniqueFd fd(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  if (!fd) return Errno("socket", errno);
-  if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&sa->first), sa->second) != 0) {
+  auto s = SocketFor(address);
+  if (!s.ok()) return s.status();
+  auto& [fd, sa] = *s;
+  if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&sa.first), sa.second) != 0) {
     return absl::UnavailableError(
         absl::StrCat("worker ", address, ": no shared-memory data plane on this host (", std::strerror(errno), ")"));
   }
-  return fd;
+  return std::move(fd);
 }
 
 absl::Status Send(int socket, const google::protobuf::MessageLite& msg, int fd, absl::Duration timeout) {
@@ -134,13 +142,15 @@ absl::Status Send(int socket, const google::protobuf::MessageLite& msg, int fd, 
 
 absl::Status Receive(int socket, google::protobuf::MessageLite* msg, UniqueFd* fd, absl::Duration timeout) {
   if (fd != nullptr) *fd = UniqueFd();
-  // One byte more than a message may hold, so that an oversized one shows as truncated.
-  std::vector<char> buf(kMaxMessageBytes + 1);
+  // One byte more than a message may hold, so that an oversized one shows as truncated. One
+  // buffer per thread: this runs for every response, and a fresh zeroed 128 KiB each time cost
+  // more than the message.
+  thread_local std::unique_ptr<char[]> buf(new char[kMaxMessageBytes + 1]);
   while (true) {
     auto ready = WaitReady(socket, POLLIN, timeout);
     if (!ready.ok()) return ready.status();
     if (!*ready) return absl::DeadlineExceededError("shared-memory data plane: no answer in time");
-    iovec iov{buf.data(), buf.size()};
+    iovec iov{buf.get(), kMaxMessageBytes + 1};
     msghdr mh{};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
@@ -170,7 +180,7 @@ absl::Status Receive(int socket, google::protobuf::MessageLite* msg, UniqueFd* f
     if (fds.size() > 1 || (!fds.empty() && fd == nullptr)) {
       return absl::DataLossError("shared-memory data plane: a message with unexpected descriptors");
     }
-    if (buf[0] != kMarker || !msg->ParseFromArray(buf.data() + 1, static_cast<int>(n - 1))) {
+    if (buf[0] != kMarker || !msg->ParseFromArray(buf.get() + 1, static_cast<int>(n - 1))) {
       return absl::DataLossError("shared-memory data plane: a message that does not parse");
     }
     if (!fds.empty()) *fd = std::move(fds[0]);
