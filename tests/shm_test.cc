@@ -3,8 +3,14 @@
 // The data-plane behaviour it shares with gRPC is in transport_conformance_test.cc; crashes of
 // real processes in shm_process_test.cc.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -138,7 +144,7 @@ TEST_CASE("shm: elements larger than the reader's region arrive through the work
   // 40000 int64 per element (320 KB) against a 64 KiB region.
   const service::TaskInfo task =
       OneTask(cluster, cluster.Register("op { range { stop: 200000 } } op { batch { batch_size: 40000 } }"));
-  auto client = ShmDataTransferClient::Connect(task.worker_address(), "", 64 << 10);
+  auto client = ShmDataTransferClient::Connect(task.worker_address(), {}, 64 << 10);
   REQUIRE(client.ok());
   int64_t next = 0;
   bool ended = false;
@@ -163,7 +169,7 @@ TEST_CASE("shm: a reader that keeps every element fills its ring, and goes on th
   // 1000 int64 per element (8 KB), 8 per response, into a 64 KiB ring: full after a few calls.
   const service::TaskInfo task =
       OneTask(cluster, cluster.Register("op { range { stop: 200000 } } op { batch { batch_size: 1000 } }"));
-  auto client = ShmDataTransferClient::Connect(task.worker_address(), "", 64 << 10);
+  auto client = ShmDataTransferClient::Connect(task.worker_address(), {}, 64 << 10);
   REQUIRE(client.ok());
   std::vector<Element> kept;
   for (int calls = 0; calls < 30; ++calls) {
@@ -191,12 +197,12 @@ TEST_CASE("shm: the worker refuses a wrong token, an old protocol and an unseale
   REQUIRE(server.ok());
 
   SECTION("a wrong token: the first call says so") {
-    auto c = ShmDataTransferClient::Connect(name, "wrong");
+    auto c = ShmDataTransferClient::Connect(name, {"wrong"});
     REQUIRE(c.ok());
     auto r = (*c)->GetElements(ElementsRequest(987654));
     REQUIRE(absl::IsUnauthenticated(r.status()));
     CHECK_THAT(std::string(r.status().message()), Catch::Contains("token"));
-    auto right = ShmDataTransferClient::Connect(name, "s3cret");
+    auto right = ShmDataTransferClient::Connect(name, {"s3cret"});
     REQUIRE(right.ok());
     CHECK(absl::IsNotFound((*right)->GetElements(ElementsRequest(987654)).status()));  // past the hello: no such task
   }
@@ -238,6 +244,75 @@ TEST_CASE("shm: the worker refuses a wrong token, an old protocol and an unseale
   }
 }
 
+namespace {
+
+// Runs `check` in a child process as uid/gid 65534 (nobody) and returns its exit code, or -1 when
+// it did not end within 20 s (then it is killed). Needs root to change uid.
+int RunAsNobody(const std::function<int()>& check) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // The child only uses sockets, memfds and protobuf: nothing that another thread of the test
+    // process could have held locked at the fork (glibc's malloc resets its locks in the child).
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(90);
+    _exit(check());
+  }
+  for (int i = 0; i < 400; ++i) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("shm: under mutual TLS, only the worker's user or root reads through shared memory", "[shm][cluster]") {
+  CHECK(SameUserOrRoot(1000, 1000));
+  CHECK(SameUserOrRoot(0, 1000));  // root could read the worker's key
+  CHECK_FALSE(SameUserOrRoot(1000, 0));
+  CHECK_FALSE(SameUserOrRoot(1000, 1001));
+  if (geteuid() != 0) {
+    WARN("not root: the check of a reader of another user is skipped (it needs to change uid)");
+    return;
+  }
+  TestCluster cluster(1);
+  const std::string name = "shm-test-uid-" + std::to_string(getpid()) + ":1";
+  auto server = ShmServer::Start(cluster.worker(0).worker(), name, "", /*same_user_only=*/true);
+  REQUIRE(server.ok());
+  // Root (this process) passes the hello: the call gets as far as the task, which does not exist.
+  auto root = ShmDataTransferClient::Connect(name, {});
+  REQUIRE(root.ok());
+  CHECK(absl::IsNotFound((*root)->GetElements(ElementsRequest(987654)).status()));
+  // nobody: the worker refuses at the hello, naming the users. The reader does not check first
+  // here (same_user_only false), so this is the worker's own check.
+  CHECK(RunAsNobody([&] {
+          auto c = ShmDataTransferClient::Connect(name, {});
+          if (!c.ok()) return 1;
+          auto r = (*c)->GetElements(ElementsRequest(987654));
+          if (!absl::IsPermissionDenied(r.status())) return 2;
+          const std::string m(r.status().message());
+          return m.find("uid 65534") != std::string::npos && m.find("mutual TLS") != std::string::npos ? 0 : 3;
+        }) == 0);
+  // A reader with a client certificate checks first: it is not offered shared memory, so "auto"
+  // picks gRPC without a refused hello.
+  CHECK(RunAsNobody([&] {
+          auto c = ShmDataTransferClient::Connect(name, {.token = "", .same_user_only = true});
+          if (c.ok() || !absl::IsPermissionDenied(c.status())) return 1;
+          return std::string(c.status().message()).find("uid 65534") != std::string::npos ? 0 : 2;
+        }) == 0);
+  // Without mutual TLS the worker serves any reader of its host, as its plaintext port does.
+  const std::string open_name = "shm-test-open-" + std::to_string(getpid()) + ":1";
+  auto open = ShmServer::Start(cluster.worker(0).worker(), open_name, "", /*same_user_only=*/false);
+  REQUIRE(open.ok());
+  CHECK(RunAsNobody([&] {
+          auto c = ShmDataTransferClient::Connect(open_name, {});
+          if (!c.ok()) return 1;
+          return absl::IsNotFound((*c)->GetElements(ElementsRequest(987654)).status()) ? 0 : 2;
+        }) == 0);
+}
+
 TEST_CASE("shm: a request that points outside the region gets its elements through overflow", "[shm][cluster]") {
   TestCluster cluster(1);
   const service::TaskInfo task = OneTask(cluster, cluster.Register("op { range { stop: 10 } }"));
@@ -266,7 +341,7 @@ TEST_CASE("shm: a request that points outside the region gets its elements throu
 }
 
 TEST_CASE("shm: no worker of this host serves that address: UNAVAILABLE", "[shm]") {
-  auto c = ShmDataTransferClient::Connect("nowhere.invalid:1", "");
+  auto c = ShmDataTransferClient::Connect("nowhere.invalid:1", {});
   REQUIRE(absl::IsUnavailable(c.status()));
   CHECK_THAT(std::string(c.status().message()), Catch::Contains("no shared-memory data plane"));
 }

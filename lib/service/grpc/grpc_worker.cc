@@ -169,10 +169,16 @@ void RegisterGrpcTransport() {
     RegisterTransport("grpc", [](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
       return std::make_unique<GrpcDataTransferClient>(address, GetClientSecurity());
     });
-    // "shm" and "auto" present the same token as gRPC calls.
+    // "shm" and "auto" present the same token as gRPC calls; a reader with a client certificate
+    // expects mutual TLS, which shared memory cannot check (ShmCredentials).
     shm::RegisterShmTransports([] {
       auto security = GetClientSecurity();
-      return security ? security->token : std::string();
+      shm::ShmCredentials credentials;
+      if (security) {
+        credentials.token = security->token;
+        credentials.same_user_only = !security->cert_pem.empty();
+      }
+      return credentials;
     });
     return true;
   }();

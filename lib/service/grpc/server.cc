@@ -111,7 +111,10 @@ absl::Status WorkerServer::Start() {
   address_ = absl::StrReplaceAll(options_.worker_address, {{"%port%", absl::StrCat(port_)}});
   worker_->SetAddress(address_);
   if (options_.shared_memory) {
-    auto shm = shm::ShmServer::Start(worker_.get(), address_, options_.security ? options_.security->token : "");
+    // With mutual TLS, shared memory is only for readers that could read the worker's key anyway.
+    const Security* security = options_.security.get();
+    auto shm = shm::ShmServer::Start(worker_.get(), address_, security ? security->token : "",
+                                     security && security->server_tls() && !security->ca_pem.empty());
     if (shm.ok()) {
       shm_server_ = *std::move(shm);
     } else {

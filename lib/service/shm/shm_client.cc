@@ -1,6 +1,7 @@
 #include "lib/service/shm/shm_client.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -41,9 +42,10 @@ absl::StatusOr<std::shared_ptr<Buffer>> MapOverflow(int fd) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmDataTransferClient>> ShmDataTransferClient::Connect(const std::string& address,
-                                                                                      std::string token,
+                                                                                      ShmCredentials credentials,
                                                                                       size_t region_bytes) {
-  std::unique_ptr<ShmDataTransferClient> client(new ShmDataTransferClient(address, std::move(token), region_bytes));
+  std::unique_ptr<ShmDataTransferClient> client(
+      new ShmDataTransferClient(address, std::move(credentials), region_bytes));
   auto c = client->Open();
   if (!c.ok()) return c.status();
   absl::MutexLock lock(&client->mu_);
@@ -56,6 +58,16 @@ absl::StatusOr<std::unique_ptr<ShmDataTransferClient::Connection>> ShmDataTransf
   auto socket = shm::Connect(address_);
   if (!socket.ok()) return socket.status();
   c->socket = *std::move(socket);
+  if (credentials_.same_user_only) {
+    auto worker = PeerUid(c->socket.get());
+    if (!worker.ok()) return Prefixed(address_, worker.status());
+    if (!SameUserOrRoot(geteuid(), *worker)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "worker ", address_, " (shared memory): it runs as uid ", *worker, " and this reader as uid ", geteuid(),
+          ": with a client certificate (mutual TLS), shared memory is only for the worker's user or root; read over "
+          "gRPC (--transfer grpc or auto)"));
+    }
+  }
   return c;
 }
 
@@ -64,15 +76,15 @@ absl::Status ShmDataTransferClient::Hello(Connection& c) const {
   if (!region.ok()) return Prefixed(address_, region.status());
   ShmHello hello;
   hello.set_version(kShmProtocolVersion);
-  hello.set_auth_token(token_);
+  hello.set_auth_token(credentials_.token);
   hello.set_region_bytes(static_cast<int64_t>((*region)->size()));
   if (auto st = Send(c.socket.get(), hello, (*region)->fd(), kHelloTimeout); !st.ok()) return Prefixed(address_, st);
   ShmHelloResponse response;
   if (auto st = Receive(c.socket.get(), &response, nullptr, kHelloTimeout); !st.ok()) return Prefixed(address_, st);
   if (!response.error().empty()) {
-    const bool auth = response.error().find("token") != std::string::npos;
-    return Prefixed(address_, auth ? absl::UnauthenticatedError(response.error())
-                                   : absl::FailedPreconditionError(response.error()));
+    const auto code = static_cast<absl::StatusCode>(response.code());
+    return Prefixed(address_, absl::Status(code == absl::StatusCode::kOk ? absl::StatusCode::kFailedPrecondition : code,
+                                           response.error()));
   }
   c.region = *std::move(region);
   return absl::OkStatus();
@@ -145,18 +157,20 @@ absl::StatusOr<GetElementsResult> ShmDataTransferClient::Call(Connection& c, con
   return result;
 }
 
-void RegisterShmTransports(std::function<std::string()> token) {
-  RegisterTransport("shm", [token](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
-    auto c = ShmDataTransferClient::Connect(address, token());
-    if (!c.ok()) return c.status();
-    return std::unique_ptr<DataTransferClient>(*std::move(c));
-  });
-  RegisterTransport("auto", [token](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
-    if (FindLocalWorker(address) != nullptr) return MakeDataTransferClient("local", address);
-    auto c = ShmDataTransferClient::Connect(address, token());
-    if (c.ok()) return std::unique_ptr<DataTransferClient>(*std::move(c));
-    return MakeDataTransferClient("grpc", address);
-  });
+void RegisterShmTransports(std::function<ShmCredentials()> credentials) {
+  RegisterTransport("shm",
+                    [credentials](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
+                      auto c = ShmDataTransferClient::Connect(address, credentials());
+                      if (!c.ok()) return c.status();
+                      return std::unique_ptr<DataTransferClient>(*std::move(c));
+                    });
+  RegisterTransport("auto",
+                    [credentials](const std::string& address) -> absl::StatusOr<std::unique_ptr<DataTransferClient>> {
+                      if (FindLocalWorker(address) != nullptr) return MakeDataTransferClient("local", address);
+                      auto c = ShmDataTransferClient::Connect(address, credentials());
+                      if (c.ok()) return std::unique_ptr<DataTransferClient>(*std::move(c));
+                      return MakeDataTransferClient("grpc", address);
+                    });
 }
 
 }  // namespace tfdata::service::shm

@@ -48,21 +48,23 @@ absl::StatusOr<UniqueFd> WriteOverflow(const std::vector<Element>& elements, siz
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmServer>> ShmServer::Start(LocalEndpoint* endpoint, std::string address,
-                                                            std::string token) {
+                                                            std::string token, bool same_user_only) {
   auto listener = Listen(address);
   if (!listener.ok()) return listener.status();
   UniqueFd wake(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) return absl::InternalError(absl::StrCat("shared-memory data plane: eventfd: ", std::strerror(errno)));
-  std::unique_ptr<ShmServer> server(
-      new ShmServer(endpoint, std::move(address), std::move(token), *std::move(listener), std::move(wake)));
+  std::unique_ptr<ShmServer> server(new ShmServer(endpoint, std::move(address), std::move(token), same_user_only,
+                                                  *std::move(listener), std::move(wake)));
   server->accept_thread_ = std::thread([s = server.get()] { s->AcceptLoop(); });
   return server;
 }
 
-ShmServer::ShmServer(LocalEndpoint* endpoint, std::string address, std::string token, UniqueFd listener, UniqueFd wake)
+ShmServer::ShmServer(LocalEndpoint* endpoint, std::string address, std::string token, bool same_user_only,
+                     UniqueFd listener, UniqueFd wake)
     : endpoint_(endpoint),
       address_(std::move(address)),
       token_(std::move(token)),
+      same_user_only_(same_user_only),
       listener_(std::move(listener)),
       wake_(std::move(wake)) {}
 
@@ -130,7 +132,14 @@ absl::StatusOr<std::shared_ptr<uint8_t>> ShmServer::Handshake(int socket, size_t
   UniqueFd memfd;
   if (auto st = Receive(socket, &hello, &memfd, kHelloTimeout); !st.ok()) return st;
   absl::Status refused;
-  if (hello.version() != kShmProtocolVersion) {
+  const auto peer = PeerUid(socket);
+  if (!peer.ok()) {
+    refused = peer.status();
+  } else if (same_user_only_ && !SameUserOrRoot(*peer, geteuid())) {
+    refused = absl::PermissionDeniedError(
+        absl::StrCat("the reader runs as uid ", *peer, ": with mutual TLS only the worker's user (uid ", geteuid(),
+                     ") or root may read through shared memory, which skips the client certificate; read over gRPC"));
+  } else if (hello.version() != kShmProtocolVersion) {
     refused = absl::FailedPreconditionError(
         absl::StrCat("protocol version ", hello.version(), " (the worker speaks ", kShmProtocolVersion, ")"));
   } else if (!token_.empty() && !SameToken(hello.auth_token(), token_)) {
@@ -154,7 +163,10 @@ absl::StatusOr<std::shared_ptr<uint8_t>> ShmServer::Handshake(int socket, size_t
   }
   ShmHelloResponse response;
   response.set_version(kShmProtocolVersion);
-  if (!refused.ok()) response.set_error(std::string(refused.message()));
+  if (!refused.ok()) {
+    response.set_error(std::string(refused.message()));
+    response.set_code(static_cast<int>(refused.code()));
+  }
   if (auto st = Send(socket, response, -1, kSendTimeout); !st.ok()) return st;
   if (!refused.ok()) return refused;
   return region;

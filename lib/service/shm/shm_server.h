@@ -33,9 +33,10 @@ class ShmServer {
 
   // Listens under the name for `address` (the address the worker advertises) and serves calls
   // with `endpoint`. `token`: the auth token a reader's hello must carry ("" accepts any reader
-  // of this host, as a plaintext gRPC port on loopback does).
+  // of this host, as a plaintext gRPC port on loopback does). `same_user_only` (the worker
+  // requires client certificates): refuse readers that SameUserOrRoot (shm_socket.h) does not pass.
   static absl::StatusOr<std::unique_ptr<ShmServer>> Start(LocalEndpoint* endpoint, std::string address,
-                                                          std::string token);
+                                                          std::string token, bool same_user_only = false);
   ~ShmServer();
   ShmServer(const ShmServer&) = delete;
   ShmServer& operator=(const ShmServer&) = delete;
@@ -47,7 +48,8 @@ class ShmServer {
     std::thread thread;
     std::atomic<bool> done{false};
   };
-  ShmServer(LocalEndpoint* endpoint, std::string address, std::string token, UniqueFd listener, UniqueFd wake);
+  ShmServer(LocalEndpoint* endpoint, std::string address, std::string token, bool same_user_only, UniqueFd listener,
+            UniqueFd wake);
   void AcceptLoop();
   void Serve(Connection* c);
   // The hello; returns the reader's region mapped writable, or why not (sent to the reader too).
@@ -56,6 +58,7 @@ class ShmServer {
   LocalEndpoint* const endpoint_;
   const std::string address_;
   const std::string token_;
+  const bool same_user_only_;
   UniqueFd listener_;    // closed by Stop(): a stopped worker refuses connections at once
   const UniqueFd wake_;  // an eventfd: Stop() makes the accept loop return
   std::thread accept_thread_;

@@ -101,6 +101,17 @@ absl::StatusOr<UniqueFd> Connect(const std::string& address) {
   return std::move(fd);
 }
 
+absl::StatusOr<uid_t> PeerUid(int socket) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return absl::InternalError(absl::StrCat("shared-memory data plane: SO_PEERCRED: ", std::strerror(errno)));
+  }
+  return cred.uid;
+}
+
+bool SameUserOrRoot(uid_t reader, uid_t worker) { return reader == worker || reader == 0; }
+
 absl::Status Send(int socket, const google::protobuf::MessageLite& msg, int fd, absl::Duration timeout) {
   // A marker byte first: an empty protobuf would otherwise be a zero-length message, which a
   // receiver cannot tell from the peer closing.

@@ -8,6 +8,8 @@
 // caller (UniqueFd closes it).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,6 +51,14 @@ absl::StatusOr<UniqueFd> Listen(const std::string& address);
 // Connects to the worker at `address`: UNAVAILABLE when no worker of this host (this network
 // namespace) listens under that name.
 absl::StatusOr<UniqueFd> Connect(const std::string& address);
+
+// The effective uid of the process at the other end of `socket` (the kernel's record, from
+// connect or listen time; a peer cannot forge it).
+absl::StatusOr<uid_t> PeerUid(int socket);
+// Under mutual TLS a reader proves who it is with its certificate; shared memory skips that
+// check, so then only processes that could read the worker's key anyway may use it: the
+// worker's own user, or root. True when `reader` may read from `worker` (uids) so.
+bool SameUserOrRoot(uid_t reader, uid_t worker);
 
 // Sends `msg` (at most kMaxMessageBytes), with descriptor `fd` attached unless it is -1 (the
 // caller keeps its own copy). Waits at most `timeout` for room. UNAVAILABLE when the peer is gone.
