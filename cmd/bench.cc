@@ -7,6 +7,7 @@
 #include "lib/bench/impact.h"
 #include "lib/service/client/reader.h"
 #include "lib/service/common/address.h"
+#include "lib/service/common/wire_compression.h"
 #include "lib/service/grpc/grpc_dispatcher.h"
 
 namespace tfdata::cmd {
@@ -21,21 +22,26 @@ struct BenchFlags {
   bool json = false;
   std::string dispatcher;
   std::string transfer = "auto";
+  std::string mode = "parallel_epochs";
+  std::string compression = "none";
   service::SecurityFiles security;
 };
 
 // Registers the pipeline, repeated, with a live cluster and reads it with one reader (a job of its
-// own, parallel_epochs: every worker runs the whole pipeline) for the same warm-up and duration.
+// own, in `mode`) for the same warm-up and duration.
 absl::StatusOr<ImpactReport::Service> MeasureService(const LoadedPipeline& loaded, const std::string& address,
-                                                     const std::string& transfer, double warmup, double duration) {
+                                                     const std::string& transfer, service::ProcessingMode mode,
+                                                     service::Compression compression, double warmup, double duration) {
   service::GrpcDispatcherClient client(address);
   service::RegisterDatasetRequest req;
   *req.mutable_pipeline() = WithRepeat(loaded.pipeline);
+  req.set_compression(compression);
   service::RegisterDatasetResponse resp;
   if (auto st = client.RegisterDataset(req, &resp); !st.ok()) return st;
   service::ReaderOptions options;
   options.dataset_id = resp.dataset_id();
   options.protocol = transfer;
+  options.mode = mode;
   auto reader = service::Reader::Create(options, std::make_unique<service::GrpcDispatcherClient>(address));
   if (!reader.ok()) return reader.status();
   auto t = MeasureReads([&](Element* e) { return (*reader)->Next(e); }, warmup, duration, StopFlag());
@@ -56,6 +62,10 @@ int Bench(const BenchFlags& f) {
   if (f.duration <= 0) return Fail("--duration must be positive", kExitUsage);
   if (f.warmup < 0) return Fail("--warmup must be >= 0", kExitUsage);
   if (f.model_rate < 0 || f.step_time_ms < 0) return Fail("--model-rate and --step-time must be positive", kExitUsage);
+  auto mode = ParseModeFlag(f.mode);
+  if (!mode.ok()) return Fail(mode.status(), kExitUsage);
+  auto compression = service::ParseCompression(f.compression);
+  if (!compression.ok()) return Fail(compression.status(), kExitUsage);
   std::string address;
   if (!f.dispatcher.empty()) {
     auto a = service::ParseAddress(f.dispatcher, "--dispatcher");
@@ -86,7 +96,7 @@ int Bench(const BenchFlags& f) {
   ImpactReport report = ComputeImpact(*p, *r, model, NumCores());
   if (!address.empty()) {
     if (!f.json) fmt::print(stderr, "measuring through the service at {} for {} s...\n", address, f.duration);
-    auto s = MeasureService(*loaded, address, f.transfer, f.warmup, f.duration);
+    auto s = MeasureService(*loaded, address, f.transfer, *mode, *compression, f.warmup, f.duration);
     if (StopRequested()) return kExitInterrupted;
     if (!s.ok()) return Fail(s.status(), kExitRuntimeError);
     report.service = *s;
@@ -118,6 +128,13 @@ void AddBenchCommand(CLI::App& app, std::function<int()>* action) {
                   "With --dispatcher: the data plane, auto (shared memory to workers on this host, else gRPC), grpc "
                   "or shm")
       ->check(CLI::IsMember({"auto", "grpc", "shm"}))
+      ->capture_default_str();
+  sub->add_option(
+         "--mode", flags->mode,
+         "With --dispatcher: the job's processing mode, parallel_epochs or distributed_epoch (see tfdata read)")
+      ->capture_default_str();
+  sub->add_option("--compression", flags->compression,
+                  "With --dispatcher: the registered dataset's compression, none, snappy or auto (see tfdata register)")
       ->capture_default_str();
   AddSecurityFlags(sub, &flags->security, service::SecurityRole::kClient);
   sub->callback([flags, action] { *action = [flags] { return Bench(*flags); }; });

@@ -92,6 +92,21 @@ TEST_CASE("processes: tfdata bench --dispatcher measures through a live cluster"
       {"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.2", "--warmup", "0"});
   CHECK(table.exit_code == 0);
   CHECK_THAT(table.out, Catch::Contains("through the service (1 worker(s))"));
+  // The job's mode and the dataset's compression, for side-by-side benchmarks (bench/vs_tensorflow.sh).
+  auto dynamic = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--duration", "0.2",
+                            "--warmup", "0", "--mode", "distributed_epoch", "--compression", "snappy", "--json"});
+  INFO(dynamic.err);
+  CHECK(dynamic.exit_code == 0);
+  CHECK_THAT(dynamic.out, !Catch::Contains("\"service\": {\"throughput\": {\"elements\": 0,"));
+  auto status = RunTfdata({"status", "--dispatcher", addr, "--json"});
+  CHECK_THAT(status.out, Catch::Contains("distributed_epoch") && Catch::Contains("snappy"));
+  auto bad_mode = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--mode", "sideways"});
+  CHECK(bad_mode.exit_code == 2);
+  CHECK_THAT(bad_mode.err, Catch::Contains("--mode") && Catch::Contains("sideways"));
+  auto bad_compression =
+      RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", addr, "--compression", "zip"});
+  CHECK(bad_compression.exit_code == 2);
+  CHECK_THAT(bad_compression.err, Catch::Contains("zip"));
   auto unreachable = RunTfdata({"bench", SourcePath("examples/range.pbtxt"), "--dispatcher", "127.0.0.1:1",
                                 "--duration", "0.1", "--warmup", "0"});
   CHECK(unreachable.exit_code == 1);
