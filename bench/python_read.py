@@ -2,6 +2,7 @@
 line: steady-state rate after a warm-up, and where the time went (bench/python.sh runs it).
 
     python bench/python_read.py PIPELINE --dispatcher HOST:PORT [--duration 4] [--warmup 1] [--transfer auto]
+        [--mode parallel_epochs] [--compression none]
 """
 import argparse
 import json
@@ -22,11 +23,15 @@ def main():
                         help="local: pipeline.run() in this process (no service), for the per-element cost")
     parser.add_argument("--transfer", choices=["auto", "grpc", "shm"], default="auto",
                         help="the data plane (data_transfer_protocol)")
+    parser.add_argument("--mode", choices=["parallel_epochs", "distributed_epoch"], default="parallel_epochs")
+    parser.add_argument("--compression", choices=["none", "snappy", "auto"], default="none",
+                        help="the registered dataset's compression")
     args = parser.parse_args()
     pipeline = tfdata.Pipeline.from_file(args.pipeline)
     if args.source == "service":
-        dataset_id = tfdata.register_dataset(args.dispatcher, pipeline, compression=None)
-        it = iter(tfdata.from_dataset_id("parallel_epochs", args.dispatcher, dataset_id,
+        compression = None if args.compression == "none" else args.compression.upper()
+        dataset_id = tfdata.register_dataset(args.dispatcher, pipeline, compression=compression)
+        it = iter(tfdata.from_dataset_id(args.mode, args.dispatcher, dataset_id,
                                          data_transfer_protocol=args.transfer))
     else:
         it = pipeline.run()
