@@ -13,9 +13,7 @@ secs="${1:-600}"
 if [ -z "${TFDATA_BINARY:-}" ]; then
   scripts/install-deps.sh >/dev/null
   scripts/python-env.sh >/dev/null
-  scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
-  .venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
-    -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
+  source bench/python_build.sh
 fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" >&2
 exec "${TFDATA_PYTHON:-.venv/bin/python}" bench/load.py --binary "${TFDATA_BINARY:-build/tfdata}" --seconds "$secs"

@@ -8,9 +8,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-4}"
 scripts/install-deps.sh
 scripts/python-env.sh
-scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
-.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
-  -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
+source bench/python_build.sh
 py=.venv/bin/python
 bin=./build/tfdata
 tmp=$(mktemp -d)

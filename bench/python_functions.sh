@@ -12,8 +12,6 @@ cd "$(dirname "$0")/.."
 secs="${1:-3}"
 scripts/install-deps.sh
 TFDATA_WITH_TORCH=1 scripts/python-env.sh
-scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
-.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
-  -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
+source bench/python_build.sh
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 TFDATA_BINARY="$PWD/build/tfdata" .venv/bin/python bench/python_functions.py "$secs"

@@ -10,9 +10,7 @@ cd "$(dirname "$0")/.."
 runs="${1:-3}"
 TFDATA_WITH_BENCH=1 scripts/install-deps.sh
 scripts/python-env.sh
-scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
-.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
-  -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
+source bench/python_build.sh
 bin=./build/tfdata
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT

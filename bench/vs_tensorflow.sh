@@ -25,9 +25,7 @@ cd "$(dirname "$0")/.."
 runs="${1:-3}"
 TFDATA_WITH_BENCH=1 scripts/install-deps.sh
 scripts/python-env.sh
-scripts/build.sh -DTFDATA_PYTHON=ON -DPython_EXECUTABLE="$PWD/.venv/bin/python" >/dev/null
-.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build \
-  -Ccmake.define.TFDATA_BUILD_TESTS=ON -Ccmake.define.TFDATA_WERROR=ON .
+source bench/python_build.sh
 if [ ! -x build/tfvenv/bin/python ]; then
   python3 -m venv build/tfvenv
   build/tfvenv/bin/pip install -q --no-cache-dir --disable-pip-version-check tensorflow-cpu numpy
