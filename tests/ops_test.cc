@@ -4,6 +4,7 @@
 #include <set>
 
 #include "lib/io/tfrecord.h"
+#include "lib/pipeline/map_window.h"
 #include "lib/pipeline/ops.h"
 #include "tests/pipeline_util.h"
 #include "tests/test_util.h"
@@ -423,4 +424,19 @@ TEST_CASE("tfrecord reads NONE, GZIP and ZLIB files as a source and from upstrea
   auto wrong = RunText("op { tfrecord { file: \"" + dir.Join("r-GZIP.tfrecord") + "\" } }");
   REQUIRE_FALSE(wrong.ok());
   CHECK_THAT(std::string(wrong.status().message()), Catch::Contains("r-GZIP.tfrecord"));
+}
+
+TEST_CASE("parallel map window: small elements get up to 64 per thread, large ones keep the floor", "[ops][map]") {
+  // Not known yet: the floor, max(4 x threads, 16), or 64 x threads when a function batches.
+  CHECK(tfdata::MapWindow(2, false, 0) == 16);
+  CHECK(tfdata::MapWindow(8, false, 0) == 32);
+  CHECK(tfdata::MapWindow(2, true, 0) == 128);
+  // Parsed records of about 20 KB: 16 MiB would be 800 of them; the ceiling is 64 per thread.
+  CHECK(tfdata::MapWindow(2, false, 20 << 10) == 128);
+  // 512 KiB elements: 16 MiB's worth.
+  CHECK(tfdata::MapWindow(2, false, 512 << 10) == 32);
+  // Decoded 1080p images (6 MB): the floor, as before, whatever their size.
+  CHECK(tfdata::MapWindow(2, false, 6 << 20) == 16);
+  CHECK(tfdata::MapWindow(1, true, 6 << 20) == 64);
+  CHECK(tfdata::MapWindow(2, false, int64_t{1} << 40) == 16);
 }

@@ -7,7 +7,9 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
+#include "lib/core/memory_budget.h"
 #include "lib/core/status_macros.h"
+#include "lib/pipeline/map_window.h"
 #include "lib/pipeline/ops.h"
 
 namespace tfdata {
@@ -101,9 +103,9 @@ class SequentialMapIt : public Iterator {
   uint64_t index_ = 0;
 };
 
-// Runs the functions on `parallel` threads, at most max(4 * parallel, 16) elements ahead of the
-// consumer (64 per thread when a function batches: its round trips are amortised over chunks).
-// Deterministic mode hands out results in input order; otherwise in completion order.
+// Runs the functions on `parallel` threads, at most a window of elements ahead of the consumer
+// (map_window.h: more for small elements, measured as they come). Deterministic mode hands out
+// results in input order; otherwise in completion order.
 class ParallelMapIt : public Iterator {
  public:
   ParallelMapIt(std::shared_ptr<const Dataset> keep, std::unique_ptr<Iterator> input, const Fns* fns, int parallel,
@@ -114,7 +116,8 @@ class ParallelMapIt : public Iterator {
         parallel_(parallel),
         deterministic_(deterministic),
         iteration_(iteration),
-        capacity_(static_cast<uint64_t>(AnyBatches(*fns) ? 64 * parallel : std::max(4 * parallel, 16))) {}
+        batches_(AnyBatches(*fns)),
+        capacity_(static_cast<uint64_t>(MinMapWindow(parallel, batches_))) {}
 
   ~ParallelMapIt() override {
     {
@@ -197,8 +200,16 @@ class ParallelMapIt : public Iterator {
         next_seq_ = first_seq + inputs.size() + (error.ok() ? 0 : 1);
       }
       outputs = ApplyChunk(*fns_, inputs, FunctionContext{first_seq, iteration_});
+      int64_t bytes = 0;
+      for (const auto& o : outputs) bytes += o.ok() ? ElementMemoryBytes(*o) : 0;
       absl::MutexLock l(&mu_);
       for (size_t i = 0; i < outputs.size(); ++i) results_.emplace(first_seq + i, std::move(outputs[i]));
+      output_bytes_ += bytes;
+      outputs_ += static_cast<int64_t>(outputs.size());
+      if (outputs_ > 0) {
+        capacity_ =
+            static_cast<uint64_t>(MapWindow(parallel_, batches_, std::max<int64_t>(1, output_bytes_ / outputs_)));
+      }
       if (ended) {
         uint64_t end = first_seq + outputs.size();
         if (!error.ok()) results_.emplace(end++, error);
@@ -221,7 +232,7 @@ class ParallelMapIt : public Iterator {
   const int parallel_;
   const bool deterministic_;
   const uint64_t iteration_;
-  const uint64_t capacity_;
+  const bool batches_;
 
   absl::Mutex mu_;
   absl::CondVar consumer_cv_;  // the consumer waits for a result
@@ -235,6 +246,9 @@ class ParallelMapIt : public Iterator {
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t capacity_ ABSL_GUARDED_BY(mu_);         // the window (map_window.h)
+  int64_t output_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of every output so far, for the window
+  int64_t outputs_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> threads_;  // touched only by the consumer thread and the destructor
 };
 
