@@ -105,6 +105,10 @@ TEST_CASE("shm processes: --transfer shm to a worker without the plane names the
   auto shm = RunTfdata({"read", "--dispatcher", addr, dir.Join("r.pbtxt"), "--transfer", "shm", "-q"});
   CHECK(shm.exit_code == 1);  // its one task dropped: nothing read
   CHECK_THAT(shm.err, Catch::Contains("no shared-memory data plane on this host"));
+  // The final error says why, not only that the worker could not be reached.
+  const size_t error_at = shm.err.find("tfdata: error: no element was read");
+  REQUIRE(error_at != std::string::npos);
+  CHECK_THAT(shm.err.substr(error_at), Catch::Contains("no shared-memory data plane on this host"));
   auto any = RunTfdata({"read", "--dispatcher", addr, dir.Join("r.pbtxt"), "-q"});
   INFO(any.err);
   CHECK(any.exit_code == 0);

@@ -213,6 +213,7 @@ absl::Status Reader::HeartbeatOnce() {
       ts.dropped = true;
       ++tasks_dropped_;
       dropped_workers_.insert(ts.address);
+      last_drop_error_ = std::string(client.status().message());
       splits_lost_ += ts.splits_undelivered;
     } else {
       ts.client = *std::move(client);
@@ -345,6 +346,7 @@ void Reader::CompleteLocked(int64_t task_id, int64_t request, absl::StatusOr<Get
           spdlog::debug("reader: giving up {} on worker {} (unreachable, warned before): {}", TaskName(task_id),
                         ts.address, result.status().ToString());
         }
+        last_drop_error_ = std::string(result.status().message());
         DropLocked(ts);
         unreported_.insert(ts.address);
       }
@@ -485,8 +487,9 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     return absl::UnavailableError(absl::StrCat("no element was read: all ", tasks_dropped_,
                                                " task(s) were dropped because their workers could not be "
                                                "reached (",
-                                               absl::StrJoin(dropped_workers_, ", "),
-                                               "); the workers are down, or still registered after "
+                                               absl::StrJoin(dropped_workers_, ", "), ")",
+                                               last_drop_error_.empty() ? "" : ": ", last_drop_error_,
+                                               "; the workers are down, or still registered after "
                                                "dying (the dispatcher forgets them after its --worker-timeout)"));
   }
   return false;

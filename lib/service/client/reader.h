@@ -217,6 +217,7 @@ class Reader : private JobMembership {
   int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> dropped_workers_ ABSL_GUARDED_BY(mu_);
+  std::string last_drop_error_ ABSL_GUARDED_BY(mu_);  // why the last task dropped for its worker was
   // Workers given up on as unreachable, for the next heartbeat to report (ClientHeartbeatRequest.
   // unreachable_workers: two reports make the dispatcher suspect a worker).
   std::set<std::string> unreported_ ABSL_GUARDED_BY(mu_);
