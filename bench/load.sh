@@ -12,8 +12,7 @@ cd "$(dirname "$0")/.."
 secs="${1:-600}"
 if [ -z "${TFDATA_BINARY:-}" ]; then
   scripts/install-deps.sh >/dev/null
-  scripts/python-env.sh >/dev/null
-  source bench/python_build.sh
+  source bench/python_build.sh >/dev/null
 fi
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" >&2
 exec "${TFDATA_PYTHON:-.venv/bin/python}" bench/load.py --binary "${TFDATA_BINARY:-build/tfdata}" --seconds "$secs"

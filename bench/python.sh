@@ -7,7 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-4}"
 scripts/install-deps.sh
-scripts/python-env.sh
 source bench/python_build.sh
 py=.venv/bin/python
 bin=./build/tfdata

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-3}"
 scripts/install-deps.sh
-TFDATA_WITH_TORCH=1 scripts/python-env.sh
+export TFDATA_WITH_TORCH=1
 source bench/python_build.sh
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 TFDATA_BINARY="$PWD/build/tfdata" .venv/bin/python bench/python_functions.py "$secs"

@@ -24,7 +24,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-3}"
 TFDATA_WITH_BENCH=1 scripts/install-deps.sh
-scripts/python-env.sh
 source bench/python_build.sh
 if [ ! -x build/tfvenv/bin/python ]; then
   python3 -m venv build/tfvenv

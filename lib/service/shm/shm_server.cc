@@ -132,10 +132,11 @@ absl::StatusOr<std::shared_ptr<uint8_t>> ShmServer::Handshake(int socket, size_t
   UniqueFd memfd;
   if (auto st = Receive(socket, &hello, &memfd, kHelloTimeout); !st.ok()) return st;
   absl::Status refused;
-  const auto peer = PeerUid(socket);
+  // The peer's uid matters only under mutual TLS: otherwise no syscall, and no way to fail.
+  const absl::StatusOr<uid_t> peer = same_user_only_ ? PeerUid(socket) : absl::StatusOr<uid_t>(geteuid());
   if (!peer.ok()) {
     refused = peer.status();
-  } else if (same_user_only_ && !SameUserOrRoot(*peer, geteuid())) {
+  } else if (!SameUserOrRoot(*peer, geteuid())) {
     refused = absl::PermissionDeniedError(
         absl::StrCat("the reader runs as uid ", *peer, ": with mutual TLS only the worker's user (uid ", geteuid(),
                      ") or root may read through shared memory, which skips the client certificate; read over gRPC"));

@@ -105,7 +105,7 @@ absl::StatusOr<uid_t> PeerUid(int socket) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    return absl::InternalError(absl::StrCat("shared-memory data plane: SO_PEERCRED: ", std::strerror(errno)));
+    return Errno("SO_PEERCRED", errno);
   }
   return cred.uid;
 }
