@@ -130,6 +130,37 @@ TEST_CASE("service: one task's elements arrive in order with several requests in
   }
 }
 
+TEST_CASE("service: small elements handed out from the consumer's batch keep their order and exact stats",
+          "[service][cluster]") {
+  // Next() takes up to 256 buffered small elements at once and hands them out without the lock:
+  // the count Stats() reports must still be what Next() returned, element by element.
+  TestCluster cluster(1);
+  const std::string id = cluster.Register("op { range { stop: 5000 } }");
+  auto reader = cluster.NewReader(id);
+  REQUIRE(reader.ok());
+  Element e;
+  auto first = (*reader)->Next(&e);
+  REQUIRE(first.ok());
+  REQUIRE(*first);
+  CHECK(e[0].values<int64_t>()[0] == 0);
+  // Let the buffer fill, so that the next call takes a batch.
+  absl::SleepFor(absl::Milliseconds(300));
+  for (int64_t i = 1; i <= 10; ++i) {
+    auto more = (*reader)->Next(&e);
+    REQUIRE(more.ok());
+    REQUIRE(*more);
+    CHECK(e[0].values<int64_t>()[0] == i);
+    CHECK((*reader)->Stats().elements() == i + 1);
+    CHECK((*reader)->Stats().bytes() == 8 * (i + 1));
+  }
+  auto rest = Int64Scalars(ReadAll(**reader));
+  REQUIRE(rest.size() == 5000 - 11);
+  bool in_order = true;
+  for (size_t i = 0; i < rest.size(); ++i) in_order = in_order && rest[i] == static_cast<int64_t>(i + 11);
+  CHECK(in_order);
+  CHECK((*reader)->Stats().elements() == 5000);
+}
+
 TEST_CASE("service: a worker added mid-job gets a task from the beginning", "[service][cluster]") {
   TestCluster cluster(1);
   const std::string id = cluster.Register("op { range { stop: 50000 } }");

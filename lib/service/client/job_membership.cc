@@ -21,8 +21,8 @@ ReaderStats JobMembership::Stats() const {
 
 ReaderStats JobMembership::StatsLocked() const {
   ReaderStats s;
-  s.set_elements(stats_.elements);
-  s.set_bytes(stats_.bytes);
+  s.set_elements(stats_.elements + unlocked_elements_.load(std::memory_order_relaxed));
+  s.set_bytes(stats_.bytes + unlocked_bytes_.load(std::memory_order_relaxed));
   const absl::Time now = absl::Now();
   const absl::Duration waiting = waiting_since_ < now ? now - waiting_since_ : absl::ZeroDuration();
   s.set_wait_seconds(absl::ToDoubleSeconds(stats_.wait + waiting));

@@ -12,6 +12,7 @@
 // the object is shared; Leave() is thread-safe and idempotent.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -70,6 +71,12 @@ class JobMembership {
     ++stats_.elements;
     stats_.bytes += bytes;
   }
+  // The same, for an element handed out without mu_ (the reader's consumer-side batch). Only the
+  // consumer thread calls it; Stats() adds these counts from any thread.
+  void CountHandedOutUnlocked(int64_t bytes) {
+    unlocked_elements_.store(unlocked_elements_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    unlocked_bytes_.store(unlocked_bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  }
   // Around a wait in Next(). A wait in progress counts in StatsLocked() already, so a reader
   // blocked through a heartbeat reports it.
   void BeginWaitLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { waiting_since_ = absl::Now(); }
@@ -99,6 +106,7 @@ class JobMembership {
     absl::Duration wait;
   };
   Consumed stats_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> unlocked_elements_{0}, unlocked_bytes_{0};
   absl::Time waiting_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();  // not waiting
   const absl::Time started_ = absl::Now();
   const absl::Duration heartbeat_interval_;

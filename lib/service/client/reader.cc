@@ -443,15 +443,25 @@ absl::StatusOr<bool> Reader::Next(Element* out) {
 }
 
 absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Duration timeout) {
+  if (taken_next_ < taken_.size()) {
+    Taken& t = taken_[taken_next_++];
+    *out = std::move(t.element);
+    CountHandedOutUnlocked(t.bytes);
+    return true;
+  }
+  taken_.clear();
+  taken_next_ = 0;
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !ready_.empty() || !error_.ok() || closed_ || DoneLocked();
   };
-  const absl::Time deadline = absl::Now() + timeout;
+  // Read the clock only for a wait: a call that finds an element does not need it.
+  std::optional<absl::Time> deadline;
   while (true) {
     const bool must_wait = !ready();
+    if (must_wait && !deadline) deadline = absl::Now() + timeout;
     if (must_wait) BeginWaitLocked();
-    const bool came = mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+    const bool came = !must_wait || mu_.AwaitWithDeadline(absl::Condition(&ready), *deadline);
     if (must_wait) EndWaitLocked();
     if (!came) return std::nullopt;
     const bool was_full = FullLocked();
@@ -470,10 +480,23 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     if (front.shard >= 0) shard_progress_.Handed(front.shard, front.seq);
     ready_bytes_ -= front.bytes;
     CountHandedOutLocked(front.bytes);
+    const bool plain = front.epoch < 0 && front.shard < 0;
     ready_.pop_front();
     ++elements_delivered_;
     // A split whose last element this was is handed out in full now, not at the next call.
     TakeMarkersLocked();
+    // Elements without a position (progress_ and SaveState need none) are handed out from taken_
+    // by the next calls: counted delivered now, their stats as each goes.
+    int64_t taken_bytes = 0;
+    while (plain && !ready_.empty() && taken_.size() < kMaxTaken && taken_bytes < kMaxTakenBytes) {
+      Ready& r = ready_.front();
+      if (r.epoch >= 0 || r.shard >= 0 || r.split_end) break;
+      taken_bytes += r.bytes;
+      ready_bytes_ -= r.bytes;
+      taken_.push_back(Taken{std::move(r.element), r.bytes});
+      ready_.pop_front();
+      ++elements_delivered_;
+    }
     // Fetchers blocked on a full buffer resume as soon as there is room (in order: as soon as
     // what is in order leaves room, though later splits still fill the rest).
     if ((was_full && !FullLocked()) || (options_.deterministic && was_ready_full && !ReadyFullLocked())) {

@@ -214,6 +214,17 @@ class Reader : private JobMembership {
   bool iteration_finished_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_task_cursor_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
+  // The consumer's side of ready_ (Next()'s thread alone touches it, without mu_): elements with
+  // no position to record, taken from ready_ in one go so that small elements do not cost a lock
+  // (and a wake-up of a fetcher) each. At most kMaxTaken of them, or kMaxTakenBytes (one larger).
+  struct Taken {
+    Element element;
+    int64_t bytes = 0;
+  };
+  std::vector<Taken> taken_;
+  size_t taken_next_ = 0;
+  static constexpr size_t kMaxTaken = 256;
+  static constexpr int64_t kMaxTakenBytes = 1 << 20;
   int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t tasks_dropped_ ABSL_GUARDED_BY(mu_) = 0;
   std::set<std::string> dropped_workers_ ABSL_GUARDED_BY(mu_);

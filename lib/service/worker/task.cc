@@ -1,6 +1,7 @@
 #include "lib/service/worker/task.h"
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 #include <string>
 #include <utility>
@@ -133,10 +134,13 @@ template <typename Next>
 absl::Status Pump(TaskBuffer& buffer, DatasetCounters& counters, Next next) {
   constexpr size_t kBatchElements = 64;
   constexpr int64_t kBatchBytes = 1 << 20;
-  constexpr absl::Duration kBatchLatency = absl::Milliseconds(1);
+  // steady_clock, not absl::Now(): the clock is read per element, and absl's costs twice as much
+  // (50 against 24 ns here), a fifth of what a scalar costs to produce.
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kBatchLatency = std::chrono::milliseconds(1);
   std::vector<TaskBuffer::Buffered> batch;
   // Counts a batch as produced: its elements (not split-end markers), bytes, and the time taken.
-  auto count = [&](absl::Time start) {
+  auto count = [&](Clock::time_point start) {
     int64_t elements = 0, bytes = 0;
     for (const TaskBuffer::Buffered& b : batch) {
       elements += b.split_end ? 0 : 1;
@@ -144,15 +148,16 @@ absl::Status Pump(TaskBuffer& buffer, DatasetCounters& counters, Next next) {
     }
     counters.elements_produced.fetch_add(elements, std::memory_order_relaxed);
     counters.bytes_produced.fetch_add(bytes, std::memory_order_relaxed);
-    counters.produce_nanos.fetch_add(absl::ToInt64Nanoseconds(absl::Now() - start), std::memory_order_relaxed);
+    counters.produce_nanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
+                                     std::memory_order_relaxed);
   };
   while (true) {
     const std::optional<int64_t> room = buffer.AwaitRoom();
     if (!room) return absl::OkStatus();  // cancelled
-    const absl::Time start = absl::Now();
+    const Clock::time_point start = Clock::now();
     int64_t batch_bytes = 0;
     while (static_cast<int64_t>(batch.size()) < std::min<int64_t>(*room, kBatchElements) && batch_bytes < kBatchBytes &&
-           (batch.empty() || absl::Now() - start < kBatchLatency)) {
+           (batch.empty() || Clock::now() - start < kBatchLatency)) {
       TaskBuffer::Buffered b{};
       absl::StatusOr<bool> more = next(&b);
       if (!more.ok() || !*more) {
