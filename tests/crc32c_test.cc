@@ -38,6 +38,29 @@ TEST_CASE("crc32c hardware and portable paths agree at every length and alignmen
   }
 }
 
+TEST_CASE("crc32c hardware and portable paths agree on long buffers (the three-chain rounds)", "[crc32c]") {
+  // Rounds of 3 x 4096 and 3 x 256 bytes, joined by shift tables: lengths at and around each
+  // round's edges, from several starting registers.
+  std::string data;
+  uint32_t x = 12345;
+  for (int i = 0; i < 3 * 3 * 4096 + 3 * 256 + 100; ++i) {
+    x = x * 1103515245u + 12345u;
+    data.push_back(static_cast<char>(x >> 24));
+  }
+  for (size_t len : {size_t{767}, size_t{768}, size_t{769}, size_t{775}, size_t{1536}, size_t{12287}, size_t{12288},
+                     size_t{12289}, size_t{12288 + 768}, size_t{20000}, size_t{24576}, data.size() - 1, data.size()}) {
+    for (uint32_t start : {0u, 1u, 0xdeadbeefu}) {
+      for (size_t offset : {size_t{0}, size_t{3}}) {
+        if (offset + len > data.size()) continue;
+        INFO("len " << len << " start " << start << " offset " << offset);
+        CHECK(Crc32cExtend(start, data.data() + offset, len) ==
+              internal::Crc32cExtendPortable(start, data.data() + offset, len));
+      }
+    }
+  }
+  CHECK(Crc32c(std::string(40000, '\0')) == internal::Crc32cExtendPortable(0, std::string(40000, '\0').data(), 40000));
+}
+
 TEST_CASE("masked crcs match TFRecord's masking and unmask inverts it", "[crc32c]") {
   CHECK(MaskCrc(0) == 0xa282ead8u);
   CHECK(MaskCrc(0xE3069283u) == 0xc78ab0e5u);
