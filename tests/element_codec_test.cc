@@ -167,6 +167,25 @@ TEST_CASE("codec: FrameWriter ranges concatenate to the frames and reference lar
   CHECK_FALSE(bad.AppendElement({Tensor::Zeros(DType::kInt8, Shape(33, 1))}).ok());
 }
 
+TEST_CASE("codec: EncodeElementTo writes EncodeElement's bytes in place, and no more", "[codec]") {
+  std::vector<int64_t> big(5000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int64_t>(i * 31);
+  for (const Element& e :
+       {EveryDType(), Element{Tensor::Scalar<int64_t>(7)}, Element{},
+        Element{Tensor::Vector<int64_t>(big), Tensor::String("mid"), Tensor::Zeros(DType::kFloat32, {0, 3})}}) {
+    const std::string frame = MustEncode(e);
+    REQUIRE(EncodedSize(e) == frame.size());
+    std::string dst(frame.size() + 16, '\x5a');  // guard bytes after the frame
+    auto written = EncodeElementTo(e, reinterpret_cast<uint8_t*>(dst.data()));
+    REQUIRE(written.ok());
+    CHECK(*written == frame.size());
+    CHECK(dst.substr(0, frame.size()) == frame);
+    CHECK(dst.substr(frame.size()) == std::string(16, '\x5a'));
+  }
+  uint8_t unused[8];
+  CHECK(absl::IsInvalidArgument(EncodeElementTo({Tensor::Zeros(DType::kInt8, Shape(33, 1))}, unused).status()));
+}
+
 TEST_CASE("codec: decoding a frame inside a larger buffer aliases it at the offset", "[codec]") {
   const Element e = {Tensor::Vector<int64_t>({1, 2, 3}), Tensor::String("s")};
   const std::string frame = MustEncode(e);

@@ -246,6 +246,25 @@ size_t EncodedSize(const Element& element) {
   return sink.pos;
 }
 
+// Writes one frame to memory the caller sized with EncodedSize.
+struct PointerSink {
+  uint8_t* dst;
+  size_t pos = 0;
+  void Bytes(const void* p, size_t n) {
+    if (n == 0) return;  // memcpy from a null pointer (an empty payload) is UB
+    std::memcpy(dst + pos, p, n);
+    pos += n;
+  }
+  void Payload(const void* p, size_t n) { Bytes(p, n); }
+};
+
+absl::StatusOr<size_t> EncodeElementTo(const Element& element, uint8_t* dst) {
+  TFD_RETURN_IF_ERROR(CheckEncodable(element));
+  PointerSink sink{dst};
+  Encode(element, sink);
+  return sink.pos;
+}
+
 // Feeds one frame into a FrameWriter; `pos` is relative to the frame start, for alignment.
 struct FrameWriter::Sink {
   FrameWriter* w;

@@ -44,6 +44,11 @@ inline constexpr size_t kMinSliceBytes = 4096;
 // relative to that point). InvalidArgument for a tensor of rank > 32.
 absl::Status EncodeElement(const Element& element, std::string* out);
 
+// Writes the frame of `element` to dst[0, EncodedSize(element)), which the caller provides
+// (alignment is relative to dst), and returns its size. For a destination that is not a string:
+// shared memory, where the frame goes without an intermediate copy. InvalidArgument for a rank > 32.
+absl::StatusOr<size_t> EncodeElementTo(const Element& element, uint8_t* dst);
+
 // The exact number of bytes EncodeElement appends.
 size_t EncodedSize(const Element& element);
 

@@ -21,20 +21,15 @@ size_t FramesBytes(const std::vector<Element>& elements) {
 }
 
 absl::Status WriteFrames(const std::vector<Element>& elements, uint8_t* dst, ShmResponse* response) {
-  static constexpr uint8_t kZeros[kAlign] = {};
-  // One writer for the response: small frames are gathered in its storage, large payloads are
-  // referenced, so each byte is copied into shared memory once, by the loop below.
-  FrameWriter w;
+  // Each frame is encoded in place: small elements (scalars) would otherwise go through a
+  // FrameWriter's storage and a second copy.
   for (const Element& e : elements) {
-    const size_t start = w.size();
-    if (auto st = w.AppendElement(e); !st.ok()) return st;
-    const size_t size = w.size() - start;
-    w.AppendBytes(kZeros, AlignUp(size) - size);
-    response->add_frame_sizes(size);
-  }
-  for (const auto& [data, size] : w.Ranges()) {
-    std::memcpy(dst, data, size);
-    dst += size;
+    auto size = EncodeElementTo(e, dst);
+    if (!size.ok()) return size.status();
+    const size_t padded = AlignUp(*size);
+    std::memset(dst + *size, 0, padded - *size);
+    dst += padded;
+    response->add_frame_sizes(*size);
   }
   return absl::OkStatus();
 }
