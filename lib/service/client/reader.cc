@@ -258,8 +258,8 @@ bool Reader::DoneLocked() const {
 }
 
 bool Reader::FullLocked() const {
-  return static_cast<int64_t>(ready_.size()) + reorder_elements_ >= options_.buffer_elements ||
-         ready_bytes_ + reorder_bytes_ >= options_.buffer_bytes;
+  return static_cast<int64_t>(ready_.size()) + reorder_elements_ + taken_elements_ >= options_.buffer_elements ||
+         ready_bytes_ + reorder_bytes_ + taken_bytes_ >= options_.buffer_bytes;
 }
 
 void Reader::FetchLoop() {
@@ -452,6 +452,13 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
   taken_.clear();
   taken_next_ = 0;
   absl::MutexLock lock(&mu_);
+  if (taken_elements_ > 0) {
+    // The last batch has been handed out: its room in the buffer is free again.
+    const bool was_full = FullLocked();
+    taken_elements_ = 0;
+    taken_bytes_ = 0;
+    if (was_full && !FullLocked()) fetch_cv_.SignalAll();
+  }
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !ready_.empty() || !error_.ok() || closed_ || DoneLocked();
   };
@@ -486,13 +493,16 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     // A split whose last element this was is handed out in full now, not at the next call.
     TakeMarkersLocked();
     // Elements without a position (progress_ and SaveState need none) are handed out from taken_
-    // by the next calls: counted delivered now, their stats as each goes.
+    // by the next calls: counted delivered now, their stats as each goes, and in the buffer's
+    // bounds until the consumer comes back.
     int64_t taken_bytes = 0;
     while (plain && !ready_.empty() && taken_.size() < kMaxTaken && taken_bytes < kMaxTakenBytes) {
       Ready& r = ready_.front();
       if (r.epoch >= 0 || r.shard >= 0 || r.split_end) break;
       taken_bytes += r.bytes;
       ready_bytes_ -= r.bytes;
+      taken_bytes_ += r.bytes;
+      ++taken_elements_;
       taken_.push_back(Taken{std::move(r.element), r.bytes});
       ready_.pop_front();
       ++elements_delivered_;

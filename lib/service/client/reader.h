@@ -216,13 +216,18 @@ class Reader : private JobMembership {
   std::deque<Ready> ready_ ABSL_GUARDED_BY(mu_);
   // The consumer's side of ready_ (Next()'s thread alone touches it, without mu_): elements with
   // no position to record, taken from ready_ in one go so that small elements do not cost a lock
-  // (and a wake-up of a fetcher) each. At most kMaxTaken of them, or kMaxTakenBytes (one larger).
+  // (and a wake-up of a fetcher) each. At most kMaxTaken of them, or kMaxTakenBytes (one larger);
+  // they stay within the buffer's bounds (taken_elements_, taken_bytes_).
   struct Taken {
     Element element;
     int64_t bytes = 0;
   };
   std::vector<Taken> taken_;
   size_t taken_next_ = 0;
+  // What the last batch took: still counted in the buffer's bounds (FullLocked) until the consumer
+  // comes back for more, by which time it has all been handed out.
+  int64_t taken_elements_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t taken_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   static constexpr size_t kMaxTaken = 256;
   static constexpr int64_t kMaxTakenBytes = 1 << 20;
   int64_t ready_bytes_ ABSL_GUARDED_BY(mu_) = 0;

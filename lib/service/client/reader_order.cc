@@ -52,7 +52,8 @@ void Reader::AdvanceSplitLocked() {
 }
 
 bool Reader::ReadyFullLocked() const {
-  return static_cast<int64_t>(ready_.size()) >= options_.buffer_elements || ready_bytes_ >= options_.buffer_bytes;
+  return static_cast<int64_t>(ready_.size()) + taken_elements_ >= options_.buffer_elements ||
+         ready_bytes_ + taken_bytes_ >= options_.buffer_bytes;
 }
 
 bool Reader::MayOverfillLocked(int64_t task_id) const {
