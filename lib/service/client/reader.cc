@@ -487,7 +487,9 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     if (front.shard >= 0) shard_progress_.Handed(front.shard, front.seq);
     ready_bytes_ -= front.bytes;
     CountHandedOutLocked(front.bytes);
-    const bool plain = front.epoch < 0 && front.shard < 0;
+    // Positions go to progress_ and SaveState; an element without one may wait in taken_.
+    auto positionless = [](const Ready& r) { return r.epoch < 0 && r.shard < 0 && !r.split_end; };
+    const bool plain = positionless(front);
     ready_.pop_front();
     ++elements_delivered_;
     // A split whose last element this was is handed out in full now, not at the next call.
@@ -495,11 +497,10 @@ absl::StatusOr<std::optional<bool>> Reader::NextWithin(Element* out, absl::Durat
     // Elements without a position (progress_ and SaveState need none) are handed out from taken_
     // by the next calls: counted delivered now, their stats as each goes, and in the buffer's
     // bounds until the consumer comes back.
-    int64_t taken_bytes = 0;
-    while (plain && !ready_.empty() && taken_.size() < kMaxTaken && taken_bytes < kMaxTakenBytes) {
+    // (taken_bytes_ is this batch's alone: it was reset on the way in, the last batch all handed out.)
+    while (plain && !ready_.empty() && positionless(ready_.front()) && taken_.size() < kMaxTaken &&
+           taken_bytes_ < kMaxTakenBytes) {
       Ready& r = ready_.front();
-      if (r.epoch >= 0 || r.shard >= 0 || r.split_end) break;
-      taken_bytes += r.bytes;
       ready_bytes_ -= r.bytes;
       taken_bytes_ += r.bytes;
       ++taken_elements_;
